@@ -1,0 +1,81 @@
+// A directory tree as a sample source (docs/formats/dir.md).
+//
+// FileTree::Scan walks ROOT once and keeps the list of files compactly (one byte arena of
+// relative paths + 8 bytes per file + 8 bytes per sample), grouped into samples by SplitPath.
+// Order is deterministic: in each directory, files sorted bytewise by (key, field), then
+// sub-directories sorted bytewise. Symlinks are followed; a symlink to an ancestor directory
+// is reported as a loop. Walk problems (unreadable directory, broken symlink, symlink loop,
+// special file) go to `on_error`, which returns OK to skip the path or an error to stop.
+// --include/--exclude globs (fnmatch) apply to files: a pattern with a '/' matches the whole
+// relative path ('*' crosses '/'), one without matches the file name.
+//
+// InputFile::Open reads one file of the tree: small files (<= inline_limit) are read whole into
+// memory, bigger ones are left open for streaming with ReadChunk. Either way a size that changes
+// while reading is an error (kBadInput) naming the file.
+//
+// Thread-safety: a FileTree is immutable after Scan and may be read from many threads.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "src/fd.h"
+#include "src/status.h"
+
+namespace ds {
+
+struct DirScanOptions {
+  std::vector<std::string> include;
+  std::vector<std::string> exclude;
+};
+
+using ScanErrorFn = std::function<Status(std::string_view rel_path, const Status& error)>;
+
+class FileTree {
+ public:
+  static Result<FileTree> Scan(const std::string& root, const DirScanOptions& options,
+                               const ScanErrorFn& on_error);
+
+  const std::string& root() const { return root_; }
+  uint64_t sample_count() const { return sample_begin_.size(); }
+  uint64_t file_count() const { return path_end_.size(); }
+  std::string_view path(uint64_t file) const;
+  // Files [first, second) of sample s.
+  std::pair<uint64_t, uint64_t> files_of(uint64_t s) const;
+  std::string_view key(uint64_t s) const;
+  std::string_view field(uint64_t file) const;
+  // Bytes held by the compact list (for the memory-bound docs and tests).
+  uint64_t memory_bytes() const;
+
+ private:
+  std::string root_;
+  std::string arena_;
+  std::vector<uint64_t> path_end_;
+  std::vector<uint64_t> sample_begin_;
+};
+
+class InputFile {
+ public:
+  static Result<InputFile> Open(int root_fd, const std::string& rel_path, uint64_t inline_limit);
+  uint64_t size() const { return size_; }
+  bool is_inline() const { return !fd_.valid(); }
+  std::string& data() { return data_; }  // inline content
+  // Streams the next chunk of a non-inline file into buf (up to cap); returns bytes read, 0 at
+  // the declared end. A file that ends early or grows is kBadInput.
+  Result<size_t> ReadChunk(char* buf, size_t cap);
+
+ private:
+  std::string path_;
+  OwnedFd fd_;
+  uint64_t size_ = 0;
+  uint64_t pos_ = 0;
+  std::string data_;
+};
+
+bool GlobMatch(const std::string& pattern, std::string_view rel_path);
+
+}  // namespace ds

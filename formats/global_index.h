@@ -1,0 +1,68 @@
+// The dataset-wide index `index.dsi` (docs/formats/native.md, "Global index"): sample number ->
+// (shard, offset, length), plus a table of key hashes sorted for O(log n) lookup by key.
+// Fixed-width entries, so it is memory-mapped and scales to 2^40 samples (32 bytes each).
+//
+// GlobalIndexBuilder collects entries in sample order (32 bytes of RAM per sample) and writes the
+// file atomically-by-rename's caller: it writes `path` directly and returns size and XXH3-64.
+// GlobalIndex maps a finished file read-only; Open() checks header, size and trailer (O(1));
+// the whole-file hash is checked by verify against the manifest. Lookups are const and
+// thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "src/fd.h"
+#include "src/status.h"
+
+namespace ds::native {
+
+inline constexpr char kIndexMagic[8] = {'D', 'S', 'P', 'K', 'I', 'D', 'X', '1'};
+inline constexpr char kIndexEndMagic[8] = {'D', 'S', 'P', 'K', 'I', 'E', 'N', 'D'};
+inline constexpr size_t kIndexHeaderSize = 64;
+inline constexpr size_t kIndexTrailerSize = 16;
+inline constexpr size_t kGlobalEntrySize = 16;
+inline constexpr size_t kKeyEntrySize = 16;
+inline constexpr int kShardBits = 24;   // entry word 2 = shard << 40 | length
+inline constexpr int kLengthBits = 40;
+
+struct GlobalEntry {
+  uint32_t shard = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+};
+
+class GlobalIndexBuilder {
+ public:
+  // REQUIRES: shard < 2^24, length < 2^40 (enforced: returns kInvalidArgument).
+  Status Add(uint32_t shard, uint64_t offset, uint64_t length, std::string_view key);
+  uint64_t size() const { return entries_.size() / 2; }
+  Status Write(const std::string& path, uint32_t shard_count, uint64_t* file_size,
+               uint64_t* xxh3);
+
+ private:
+  std::vector<uint64_t> entries_;                   // offset, shard<<40|length
+  std::vector<std::pair<uint64_t, uint64_t>> keys_;  // xxh3(key), sample
+};
+
+class GlobalIndex {
+ public:
+  static Result<GlobalIndex> Open(const std::string& path);
+  uint64_t size() const { return count_; }
+  uint32_t shard_count() const { return shard_count_; }
+  GlobalEntry entry(uint64_t i) const;  // REQUIRES: i < size()
+  // Samples whose key hashes to xxh3(key), ascending (usually 0 or 1 of them).
+  std::vector<uint64_t> Candidates(std::string_view key) const;
+  // The key table as stored: i-th (hash, sample) pair.
+  std::pair<uint64_t, uint64_t> key_entry(uint64_t i) const;
+
+ private:
+  MappedFile map_;
+  uint64_t count_ = 0;
+  uint32_t shard_count_ = 0;
+};
+
+}  // namespace ds::native

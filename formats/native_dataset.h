@@ -1,0 +1,122 @@
+// A native dataset: a directory of shards + index.dsi + manifest.json (+ classes.txt).
+//
+// DatasetWriter appends samples in order, rolling to a new shard when the next record would push
+// the current one past `shard_size` (a record larger than shard_size gets a shard of its own).
+// Crash-safety contract: shards are written as "shard-NNNNNN.dsr.tmp", fsync'd and renamed when
+// full; index.dsi and classes.txt are written next; manifest.json is written last by atomic
+// rename and is the commit point. Abandon() (or destruction without Finish) removes every file
+// the writer created. Single-threaded: one producer calls it.
+//
+// Dataset opens a finished dataset for reading: the manifest, the memory-mapped global index,
+// and shard files opened lazily. Get/Head/Find are thread-safe.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "formats/global_index.h"
+#include "formats/manifest.h"
+#include "formats/native_format.h"
+#include "formats/native_shard.h"
+#include "formats/sample.h"
+
+namespace ds::native {
+
+struct DatasetOptions {
+  uint64_t shard_size = kDefaultShardSize;
+  uint32_t align = 1;
+  bool force = false;  // replace an existing dataset in OUT (only dspack's own files are removed)
+  nlohmann::json creation_options = nlohmann::json::object();
+};
+
+struct DatasetSummary {
+  uint64_t samples = 0;
+  uint64_t shards = 0;
+  uint64_t payload_bytes = 0;
+  uint64_t bytes_written = 0;  // all shard files + index
+};
+
+class DatasetWriter {
+ public:
+  // Creates OUT (if missing). Refuses an OUT holding a dataset unless options.force, and an OUT
+  // holding anything else (kAlreadyExists, message says what to do).
+  static Result<std::unique_ptr<DatasetWriter>> Create(const std::string& out,
+                                                       const DatasetOptions& options);
+  ~DatasetWriter();
+
+  Status BeginSample(std::string_view key, std::span<const FieldInfo> fields);
+  Status AppendData(std::string_view chunk);
+  Status EndSample();
+  void CancelSample();  // drops the sample in progress (e.g. its input changed while read)
+  Status Add(const Sample& sample);
+
+  void AddSkipped(std::string_view path, std::string_view error);
+  uint64_t skipped_count() const { return skipped_.size(); }
+  // Class names in label order; written to classes.txt.
+  void SetClasses(std::vector<std::string> names, std::string label_field);
+
+  uint64_t samples() const { return index_.size(); }
+  uint64_t payload_bytes() const { return payload_bytes_; }
+  Status Finish(DatasetSummary* summary);
+  void Abandon();
+
+ private:
+  DatasetWriter(std::string out, DatasetOptions options, bool created_dir);
+  Status FinishShard();
+  Status Fail(Status s);
+
+  std::string out_;
+  DatasetOptions options_;
+  bool created_dir_;
+  std::unique_ptr<ShardWriter> shard_;
+  std::string pending_key_;
+  uint64_t pending_payload_ = 0;
+  Manifest manifest_;
+  GlobalIndexBuilder index_;
+  uint64_t payload_bytes_ = 0;
+  uint64_t bytes_written_ = 0;
+  nlohmann::json skipped_ = nlohmann::json::array();
+  std::vector<std::string> classes_;
+  std::vector<std::string> created_;  // final names created, removed by Abandon
+  Status status_;
+  bool done_ = false;
+};
+
+class Dataset {
+ public:
+  static Result<std::unique_ptr<Dataset>> Open(const std::string& dir);
+  const Manifest& manifest() const { return manifest_; }
+  const std::string& dir() const { return dir_; }
+  uint64_t size() const { return index_.size(); }
+  const GlobalIndex& index() const { return index_; }
+
+  Result<Sample> Get(uint64_t i) const;         // REQUIRES: i < size()
+  Result<RecordHead> Head(uint64_t i) const;    // REQUIRES: i < size()
+  // Streams sample i's payload: fn(field_index, chunk) in field order, in chunks of at most
+  // 1 MiB, then checks the data checksum (kCorruption if it fails, after all chunks were given:
+  // callers must not commit what they received until this returns OK).
+  Status StreamPayload(uint64_t i, const RecordHead& head,
+                       const std::function<Status(size_t, std::string_view)>& fn) const;
+  // Sample number with this key, or nullopt.
+  Result<std::optional<uint64_t>> Find(std::string_view key) const;
+  // Class names from classes.txt (empty when the dataset has no labels).
+  Result<std::vector<std::string>> Classes() const;
+
+ private:
+  Result<int> ShardFd(uint32_t shard) const;
+  std::string Where(uint64_t i, const GlobalEntry& e) const;
+
+  std::string dir_;
+  Manifest manifest_;
+  GlobalIndex index_;
+  mutable std::mutex mu_;
+  mutable std::vector<OwnedFd> fds_;
+};
+
+}  // namespace ds::native

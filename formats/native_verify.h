@@ -1,0 +1,39 @@
+// `dspack verify` for native datasets: checks every byte of every shard.
+//
+// Per shard: size and XXH3-64 of the whole file against the manifest (one sequential pass),
+// then the structure (second pass, usually served by the page cache): header checksum, zero
+// padding, footer and index checksums, and for each record its magic, header checksum, data
+// checksum, length, trailing zero padding, and agreement with the global index. When the index
+// is damaged, records are found by scanning from the first record position instead.
+// The global index is checked against its manifest hash and against the shards' records
+// (entries, and the key table as a multiset). classes.txt is checked against its hash.
+//
+// Each problem is one line naming file, offset and (when readable) the sample key.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "src/status.h"
+
+namespace ds::native {
+
+struct VerifyReport {
+  uint64_t shards = 0;
+  uint64_t records = 0;
+  uint64_t bytes = 0;
+  std::vector<std::string> problems;
+  bool ok() const { return problems.empty(); }
+};
+
+// progress(records_done, bytes_done) is called from the calling thread.
+using VerifyProgress = std::function<void(uint64_t, uint64_t)>;
+
+// Returns non-OK only when verification cannot run (no manifest, unreadable directory);
+// corruption is reported in report->problems.
+Status VerifyDataset(const std::string& dir, VerifyReport* report,
+                     const VerifyProgress& progress = nullptr);
+
+}  // namespace ds::native

@@ -1,0 +1,179 @@
+// dspack: pack datasets into sequential shards, inspect and verify them (docs/cli.md).
+// Parses flags and calls the pack/ library; exit codes: 0 ok, 1 bad data, 2 usage/environment.
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <new>
+#include <thread>
+
+#include "datasets/synth.h"
+#include "pack/inspect.h"
+#include "pack/packer.h"
+#include "src/human.h"
+
+namespace {
+
+int Fail(const ds::Status& s) {
+  std::fprintf(stderr, "dspack: %s\n", ds::EscapeBytes(s.message()).c_str());
+  return ds::ExitCode(s);
+}
+
+// Parses a human size flag; on error prints it and returns false.
+bool SizeFlag(const std::string& text, const char* flag, uint64_t* out, int* rc) {
+  auto v = ds::ParseSize(text);
+  if (!v.ok()) {
+    *rc = Fail(v.status().Prefixed(flag));
+    return false;
+  }
+  *out = *v;
+  return true;
+}
+
+std::string ConvertSummary(const ds::ConvertOptions& o, const ds::ConvertReport& r) {
+  double t = r.total_seconds > 0 ? r.total_seconds : 1e-9;
+  std::string s = fmt::format(
+      "converted {} files into {} samples ({}) -> {} shards in {}\n"
+      "  {} files/s, {} (scan {}), {} threads\n"
+      "  output: {} ({} written)",
+      r.files, r.samples, ds::FormatBytes(r.payload_bytes), r.shards,
+      ds::FormatDuration(r.total_seconds), ds::FormatCount(r.files / t),
+      ds::FormatRate(r.payload_bytes / t), ds::FormatDuration(r.scan_seconds), o.threads, o.out,
+      ds::FormatBytes(r.bytes_written));
+  if (r.classes) s += fmt::format(", {} classes", r.classes);
+  s += "\n";
+  if (r.skipped) {
+    s += fmt::format("  skipped {} inputs (listed in manifest.json), e.g.:\n", r.skipped);
+    for (const auto& e : r.skipped_examples) s += "    " + ds::EscapeBytes(e) + "\n";
+  }
+  return s;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  CLI::App app{"dspack: pack ML datasets into verified sequential shards"};
+  app.set_version_flag("--version", std::string("dspack ") + DSPACK_VERSION);
+  app.require_subcommand(1);
+  app.footer("Exit codes: 0 success, 1 bad data (corrupt dataset, unreadable input), "
+             "2 usage or environment error.\nDocs: docs/cli.md");
+
+  // convert
+  ds::ConvertOptions co;
+  std::string shard_size = "256MiB", align = "1", on_error = "fail";
+  uint64_t seed = 0;
+  bool quiet = false, json = false;
+  co.threads = 16;
+  auto* conv = app.add_subcommand("convert", "Pack a directory tree into a native dataset");
+  conv->add_option("SRC", co.src, "Source directory tree")->required();
+  conv->add_option("OUT", co.out, "Output dataset directory (new or empty)")->required();
+  conv->add_option("--shard-size", shard_size, "Target shard size, e.g. 256MiB, 1GB")
+      ->capture_default_str();
+  conv->add_option("--threads", co.threads, "Files read in parallel")->capture_default_str();
+  conv->add_option("--align", align, "Align record starts, e.g. 4k (1 = none)")->capture_default_str();
+  conv->add_flag("--label-from-dir", co.label_from_dir,
+                 "Add a 'cls' field: index of the top-level class folder (writes classes.txt)");
+  conv->add_option("--include", co.include, "Only files matching this glob (repeatable)");
+  conv->add_option("--exclude", co.exclude, "Leave out files matching this glob (repeatable)");
+  auto* seed_opt = conv->add_option("--shuffle-seed", seed, "Write samples in a seeded random order");
+  conv->add_option("--on-error", on_error, "On a bad input: fail (stop) or skip (count, list)")
+      ->check(CLI::IsMember({"fail", "skip"}))
+      ->capture_default_str();
+  conv->add_flag("--force", co.force, "Replace a dataset already in OUT");
+  conv->add_flag("-q,--quiet", quiet, "No progress bar, no summary");
+  conv->add_flag("--json", json, "Print the summary as JSON");
+
+  // inspection
+  ds::InspectOptions io;
+  std::string dataset, key, field, dir;
+  auto* verify = app.add_subcommand("verify", "Check every byte of a dataset (exit 1 on corruption)");
+  verify->add_option("DATASET", dataset)->required();
+  verify->add_flag("--json", io.json, "Report as JSON");
+  verify->add_flag("-q,--quiet", io.quiet, "Print problems only");
+  auto* info = app.add_subcommand("info", "Summarize a dataset");
+  info->add_option("DATASET", dataset)->required();
+  info->add_flag("--json", io.json, "Print as JSON");
+  auto* ls = app.add_subcommand("ls", "List sample keys in order (non-printable bytes as \\xNN)");
+  ls->add_option("DATASET", dataset)->required();
+  ls->add_flag("-l,--long", io.long_format, "Also sample number, shard, offset and fields");
+  auto* cat = app.add_subcommand("cat", "Write one field of the sample KEY to stdout");
+  cat->add_option("DATASET", dataset)->required();
+  cat->add_option("KEY", key)->required();
+  cat->add_option("--field", field, "Field name, e.g. JPEG (needed when the sample has several)");
+  auto* extract = app.add_subcommand("extract", "Restore the original files under DIR");
+  extract->add_option("DATASET", dataset)->required();
+  extract->add_option("DIR", dir)->required();
+  extract->add_flag("--with-labels", io.with_labels, "Also write the added 'cls' label files");
+  extract->add_flag("-q,--quiet", io.quiet, "No summary");
+
+  // synth
+  ds::SynthOptions so;
+  so.threads = 4;
+  std::string profiles;
+  for (const auto& p : ds::SynthProfiles()) profiles += "\n  " + p.name + ": " + p.description;
+  auto* synth = app.add_subcommand("synth", "Write a deterministic synthetic dataset");
+  synth->add_option("PROFILE", so.profile, "One of:" + profiles)->required();
+  synth->add_option("DIR", so.dir, "Output directory (new or empty)")->required();
+  synth->add_option("--samples", so.samples, "Number of samples")->required();
+  synth->add_option("--seed", so.seed, "Seed")->capture_default_str();
+  synth->add_option("--threads", so.threads, "Writer threads")->capture_default_str();
+  synth->add_flag("-q,--quiet", quiet, "No summary");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+
+  io.progress = !io.quiet && !io.json;
+  if (conv->parsed()) {
+    int rc = 0;
+    uint64_t a = 1;
+    if (!SizeFlag(shard_size, "--shard-size", &co.shard_size, &rc) ||
+        !SizeFlag(align, "--align", &a, &rc)) {
+      return rc;
+    }
+    if (a > (1u << 30)) return Fail(ds::Status(ds::Code::kInvalidArgument, "--align: at most 1GiB"));
+    co.align = static_cast<uint32_t>(a == 0 ? 1 : a);
+    if (*seed_opt) co.shuffle_seed = seed;
+    co.on_error = on_error == "skip" ? ds::OnError::kSkip : ds::OnError::kFail;
+    co.progress = !quiet && !json;
+    ds::ConvertReport report;
+    ds::Status s = ds::Convert(co, &report);
+    if (!s.ok()) return Fail(s);
+    if (json) std::printf("%s\n", report.ToJson().dump(2).c_str());
+    else if (!quiet) std::fputs(ConvertSummary(co, report).c_str(), stdout);
+    return 0;
+  }
+  ds::Status s;
+  if (verify->parsed()) s = ds::Verify(dataset, io, stdout);
+  if (info->parsed()) s = ds::Info(dataset, io, stdout);
+  if (ls->parsed()) s = ds::Ls(dataset, io, stdout);
+  if (cat->parsed()) s = ds::Cat(dataset, key, field, stdout);
+  if (extract->parsed()) s = ds::Extract(dataset, dir, io, stdout);
+  if (synth->parsed()) {
+    ds::SynthReport r;
+    s = ds::Synthesize(so, &r);
+    if (s.ok() && !quiet) {
+      std::printf("synth %s: %llu samples, %llu files, %s in %s\n", so.profile.c_str(),
+                  static_cast<unsigned long long>(r.samples),
+                  static_cast<unsigned long long>(r.files), ds::FormatBytes(r.bytes).c_str(),
+                  so.dir.c_str());
+    }
+  }
+  return s.ok() ? 0 : Fail(s);
+} catch (const std::bad_alloc&) {
+  std::fprintf(stderr, "dspack: out of memory\n");
+  return 2;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "dspack: internal error: %s\n", e.what());
+  return 2;
+}

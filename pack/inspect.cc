@@ -1,0 +1,273 @@
+#include "pack/inspect.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "formats/native_dataset.h"
+#include "formats/native_verify.h"
+#include "src/fd.h"
+#include "src/human.h"
+#include "src/progress.h"
+
+namespace ds {
+
+using nlohmann::json;
+using native::Dataset;
+
+namespace {
+
+void Print(std::FILE* out, const std::string& s) { std::fwrite(s.data(), 1, s.size(), out); }
+
+// Splits a stored key+field path into components; rejects anything that could leave the
+// extraction directory.
+Result<std::vector<std::string>> SafeComponents(const std::string& path) {
+  auto bad = [&](std::string_view why) {
+    return Status(Code::kCorruption, fmt::format("refusing to extract '{}': {}", EscapeBytes(path),
+                                                 why));
+  };
+  if (path.empty()) return bad("empty path");
+  if (path[0] == '/') return bad("absolute path");
+  if (path.find('\0') != std::string::npos) return bad("NUL byte in path");
+  std::vector<std::string> parts;
+  size_t pos = 0;
+  while (pos <= path.size()) {
+    size_t slash = path.find('/', pos);
+    if (slash == std::string::npos) slash = path.size();
+    std::string c = path.substr(pos, slash - pos);
+    if (c.empty() || c == "." || c == "..") return bad("'" + c + "' path component");
+    parts.push_back(std::move(c));
+    pos = slash + 1;
+  }
+  return parts;
+}
+
+// Opens (creating as needed) the parent directory of parts under root, never following symlinks.
+Result<OwnedFd> OpenParent(int root, const std::vector<std::string>& parts, const std::string& path) {
+  OwnedFd cur(::dup(root));
+  for (size_t i = 0; i + 1 < parts.size(); i++) {
+    int fd = ::openat(cur.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0 && errno == ENOENT) {
+      if (::mkdirat(cur.get(), parts[i].c_str(), 0755) != 0 && errno != EEXIST) {
+        return Status::FromErrno(errno, "mkdir for " + EscapeBytes(path));
+      }
+      fd = ::openat(cur.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    }
+    if (fd < 0) {
+      return Status::FromErrno(errno, fmt::format("{}: component '{}' is not a plain directory",
+                                                  EscapeBytes(path), EscapeBytes(parts[i])));
+    }
+    cur = OwnedFd(fd);
+  }
+  return cur;
+}
+
+}  // namespace
+
+Status Info(const std::string& dataset, const InspectOptions& o, std::FILE* out) {
+  DS_ASSIGN_OR_RETURN(auto ds, Dataset::Open(dataset));
+  const auto& m = ds->manifest();
+  uint64_t total = m.index.size;
+  for (const auto& s : m.shards) total += s.size;
+  if (o.json) {
+    json j = {{"path", dataset},
+              {"format", native::kFormatName},
+              {"version", m.version},
+              {"samples", m.samples},
+              {"shards", m.shards.size()},
+              {"payload_bytes", m.payload_bytes},
+              {"total_bytes", total},
+              {"align", m.align},
+              {"shard_size", m.shard_size},
+              {"labels", m.label_field.empty() ? json(nullptr) : json(m.class_count)},
+              {"skipped", m.skipped.size()},
+              {"created_by", m.created_by},
+              {"options", m.options}};
+    Print(out, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+    return Status::Ok();
+  }
+  std::string s;
+  s += fmt::format("dataset:   {}\n", dataset);
+  s += fmt::format("format:    {} v{} ({})\n", native::kFormatName, m.version, m.created_by);
+  s += fmt::format("samples:   {}\n", m.samples);
+  s += fmt::format("shards:    {} (target {}, records aligned to {} B)\n", m.shards.size(),
+                   FormatBytes(m.shard_size), m.align);
+  s += fmt::format("payload:   {} ({} on disk with headers, padding and index)\n",
+                   FormatBytes(m.payload_bytes), FormatBytes(total));
+  if (!m.label_field.empty()) {
+    s += fmt::format("labels:    field '{}', {} classes ({})\n", m.label_field, m.class_count,
+                     native::kClassesName);
+  }
+  if (!m.skipped.empty()) s += fmt::format("skipped:   {} inputs (see manifest.json)\n", m.skipped.size());
+  Print(out, s);
+  return Status::Ok();
+}
+
+Status Ls(const std::string& dataset, const InspectOptions& o, std::FILE* out) {
+  DS_ASSIGN_OR_RETURN(auto ds, Dataset::Open(dataset));
+  for (uint64_t i = 0; i < ds->size(); i++) {
+    DS_ASSIGN_OR_RETURN(native::RecordHead h, ds->Head(i));
+    std::string line = EscapeBytes(h.key);
+    if (o.long_format) {
+      native::GlobalEntry e = ds->index().entry(i);
+      line = fmt::format("{}\t{}\t{}\t{}", i, ds->manifest().shards[e.shard].name, e.offset, line);
+      for (const auto& f : h.fields) line += fmt::format("\t{}={}", EscapeBytes(f.name), f.size);
+    }
+    line += '\n';
+    Print(out, line);
+  }
+  return Status::Ok();
+}
+
+Status Cat(const std::string& dataset, const std::string& key, const std::string& field,
+           std::FILE* out) {
+  DS_ASSIGN_OR_RETURN(auto ds, Dataset::Open(dataset));
+  DS_ASSIGN_OR_RETURN(auto found, ds->Find(key));
+  if (!found) {
+    return Status(Code::kNotFound, fmt::format("{}: no sample with key '{}' (list keys with "
+                                               "`dspack ls {}`)", dataset, EscapeBytes(key), dataset));
+  }
+  DS_ASSIGN_OR_RETURN(native::RecordHead h, ds->Head(*found));
+  std::string names;
+  size_t want = h.fields.size();
+  for (size_t f = 0; f < h.fields.size(); f++) {
+    names += (f ? ", " : "") + EscapeBytes(h.fields[f].name.empty() ? "\"\"" : h.fields[f].name);
+    if (h.fields[f].name == field) want = f;
+  }
+  if (field.empty() && h.fields.size() == 1) want = 0;
+  if (want == h.fields.size()) {
+    return Status(Code::kInvalidArgument,
+                  fmt::format("key '{}' has fields {}; choose one with --field", EscapeBytes(key), names));
+  }
+  DS_ASSIGN_OR_RETURN(Sample s, ds->Get(*found));  // checks the data checksum before output
+  const std::string& data = s.fields[want].data;
+  if (std::fwrite(data.data(), 1, data.size(), out) != data.size() || std::fflush(out) != 0) {
+    return Status::FromErrno(errno, "stdout");
+  }
+  return Status::Ok();
+}
+
+Status Extract(const std::string& dataset, const std::string& dir, const InspectOptions& o,
+               std::FILE* out) {
+  DS_ASSIGN_OR_RETURN(auto ds, Dataset::Open(dataset));
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::FromErrno(ec.value(), "cannot create " + dir);
+  DS_ASSIGN_OR_RETURN(OwnedFd root, OpenFile(dir, O_RDONLY | O_DIRECTORY));
+  const std::string& label = ds->manifest().label_field;
+  Progress progress(o.progress, "samples", ds->size());
+  uint64_t files = 0, bytes = 0, refused = 0;
+  for (uint64_t i = 0; i < ds->size(); i++) {
+    DS_ASSIGN_OR_RETURN(native::RecordHead h, ds->Head(i));
+    struct Target {
+      OwnedFd parent;
+      std::string name;
+      std::string tmp;
+      OwnedFd fd;
+      bool skip = false;
+    };
+    std::vector<Target> targets(h.fields.size());
+    Status bad;
+    for (size_t f = 0; f < h.fields.size() && bad.ok(); f++) {
+      Target& t = targets[f];
+      if (!label.empty() && h.fields[f].name == label && !o.with_labels) {
+        t.skip = true;
+        continue;
+      }
+      std::string path = JoinKeyField(h.key, h.fields[f].name);
+      auto parts = SafeComponents(path);
+      if (!parts.ok()) {
+        bad = parts.status();
+        break;
+      }
+      auto parent = OpenParent(root.get(), *parts, path);
+      if (!parent.ok()) {
+        bad = parent.status();
+        break;
+      }
+      t.parent = std::move(parent).value();
+      t.name = parts->back();
+      t.tmp = ".dspack-tmp." + std::to_string(::getpid()) + "." + std::to_string(f);
+      auto fd = OpenFileAt(t.parent.get(), t.tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      if (!fd.ok()) return fd.status().Prefixed(EscapeBytes(path));
+      t.fd = std::move(fd).value();
+    }
+    auto cleanup = [&] {
+      for (auto& t : targets) {
+        if (t.fd.valid()) ::unlinkat(t.parent.get(), t.tmp.c_str(), 0);
+      }
+    };
+    if (!bad.ok()) {
+      cleanup();
+      std::fprintf(stderr, "dspack: %s\n", bad.message().c_str());
+      refused++;
+      continue;
+    }
+    Status s = ds->StreamPayload(i, h, [&](size_t f, std::string_view chunk) -> Status {
+      if (targets[f].skip) return Status::Ok();
+      return WriteFull(targets[f].fd.get(), chunk.data(), chunk.size(), targets[f].name);
+    });
+    if (!s.ok()) {
+      cleanup();
+      return s;
+    }
+    for (auto& t : targets) {
+      if (t.skip) continue;
+      t.fd.reset();
+      if (::renameat(t.parent.get(), t.tmp.c_str(), t.parent.get(), t.name.c_str()) != 0) {
+        Status e = Status::FromErrno(errno, "rename to " + EscapeBytes(t.name));
+        cleanup();
+        return e;
+      }
+      files++;
+    }
+    bytes += h.payload_len();
+    progress.Update(i + 1, bytes);
+  }
+  progress.Finish();
+  if (!o.quiet) {
+    Print(out, fmt::format("extracted {} files ({}) from {} samples into {}\n", files,
+                           FormatBytes(bytes), ds->size(), dir));
+  }
+  if (refused > 0) {
+    return Status(Code::kCorruption, fmt::format("{} samples refused (unsafe paths listed above)", refused));
+  }
+  return Status::Ok();
+}
+
+Status Verify(const std::string& dataset, const InspectOptions& o, std::FILE* out) {
+  auto t0 = std::chrono::steady_clock::now();
+  native::VerifyReport r;
+  {
+    Progress progress(o.progress, "records", 0);
+    DS_RETURN_IF_ERROR(native::VerifyDataset(dataset, &r, [&](uint64_t recs, uint64_t bytes) {
+      progress.Update(recs, bytes);
+    }));
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  if (o.json) {
+    json j = {{"path", dataset}, {"ok", r.ok()}, {"shards", r.shards}, {"records", r.records},
+              {"bytes", r.bytes}, {"seconds", secs}, {"problems", r.problems}};
+    Print(out, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  } else {
+    for (const auto& p : r.problems) Print(out, p + "\n");
+    if (!o.quiet) {
+      Print(out, fmt::format("{}: {} shards, {} records, {} checked in {} ({}): {}\n", dataset,
+                             r.shards, r.records, FormatBytes(r.bytes), FormatDuration(secs),
+                             FormatRate(secs > 0 ? r.bytes / secs : 0),
+                             r.ok() ? "OK" : fmt::format("{} problems", r.problems.size())));
+    }
+  }
+  if (!r.ok()) {
+    return Status(Code::kCorruption, fmt::format("{}: {} problems found", dataset, r.problems.size()));
+  }
+  return Status::Ok();
+}
+
+}  // namespace ds

@@ -1,0 +1,66 @@
+// The packer: `dspack convert SRC OUT` for directory trees (docs/cli.md#convert).
+//
+// Pipeline (TBB parallel_pipeline, `threads` workers, 4 tokens per worker):
+//   1. scan (serial, before the pipeline): FileTree::Scan lists and groups the files;
+//      --shuffle-seed permutes the sample order (Fisher-Yates on xoshiro, platform-independent).
+//   2. read (parallel): open + fstat + read each file of a sample; files larger than
+//      kInlineLimit stay open and are streamed by stage 3 instead of being held in memory.
+//   3. write (serial, in order): DatasetWriter computes CRCs and hashes and writes shards.
+// Output depends only on the input and options, never on `threads` (stage 3 is in order).
+// Memory is bounded by tokens x kInlineLimit plus the compact file list, whatever the data size.
+//
+// Errors: under OnError::kFail the first bad input stops the run, the writer is abandoned and
+// nothing is left under a final name. Under kSkip, a sample with any unreadable file is left out,
+// counted, and listed in the manifest's "skipped". Output-side errors always stop the run.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "src/status.h"
+
+namespace ds {
+
+enum class OnError { kFail, kSkip };
+
+struct ConvertOptions {
+  std::string src;
+  std::string out;
+  uint64_t shard_size = 256ull << 20;
+  uint32_t align = 1;
+  int threads = 16;
+  bool label_from_dir = false;
+  std::vector<std::string> include;
+  std::vector<std::string> exclude;
+  std::optional<uint64_t> shuffle_seed;
+  OnError on_error = OnError::kFail;
+  bool force = false;
+  bool progress = false;  // draw a progress bar (only if stderr is a terminal)
+};
+
+inline constexpr uint64_t kInlineLimit = 1 << 20;
+
+struct ConvertReport {
+  uint64_t samples = 0;
+  uint64_t files = 0;
+  uint64_t payload_bytes = 0;
+  uint64_t shards = 0;
+  uint64_t bytes_written = 0;
+  uint64_t skipped = 0;
+  uint64_t classes = 0;
+  double scan_seconds = 0;
+  double total_seconds = 0;
+  std::vector<std::string> skipped_examples;  // first few "path: error"
+  nlohmann::json ToJson() const;
+};
+
+Status Convert(const ConvertOptions& options, ConvertReport* report);
+
+// The pack-time permutation used by --shuffle-seed: perm[i] is the input sample written i-th.
+std::vector<uint64_t> ShufflePermutation(uint64_t n, uint64_t seed);
+
+}  // namespace ds

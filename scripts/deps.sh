@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The one list of dspack's prerequisites (Debian 12 packages), and an idempotent installer.
+# Sourced by demo.sh and test.sh; run directly to install: `bash scripts/deps.sh`.
+DSPACK_APT_PACKAGES=(
+  build-essential cmake pkg-config
+  liburing-dev liblmdb-dev libarchive-dev libtbb-dev libcli11-dev catch2 libbenchmark-dev
+  libxxhash-dev nlohmann-json3-dev libfmt-dev libzstd-dev libfuse3-dev fuse3
+  fio rsync tar time util-linux python3
+)
+
+dspack_install_deps() {
+  local missing=()
+  for p in "${DSPACK_APT_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  echo "installing: ${missing[*]}" >&2
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# configure+build into $1 with extra cmake args; -j2 by default (override with JOBS).
+dspack_build() {
+  local dir=$1; shift
+  cmake -S "$(dirname "${BASH_SOURCE[0]}")/.." -B "$dir" -DCMAKE_BUILD_TYPE=${BUILD_TYPE:-RelWithDebInfo} "$@" >/dev/null
+  cmake --build "$dir" -j"${JOBS:-2}"
+}
+
+if [ "${BASH_SOURCE[0]}" = "$0" ]; then set -euo pipefail; dspack_install_deps; fi

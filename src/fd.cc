@@ -1,0 +1,205 @@
+#include "src/fd.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+namespace ds {
+
+void OwnedFd::reset(int fd) {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+Result<OwnedFd> OpenFile(const std::string& path, int flags, mode_t mode) {
+  int fd = ::open(path.c_str(), flags | O_CLOEXEC, mode);
+  if (fd < 0) return Status::FromErrno(errno, path);
+  return OwnedFd(fd);
+}
+
+Result<OwnedFd> OpenFileAt(int dirfd, const std::string& name, int flags, mode_t mode) {
+  int fd = ::openat(dirfd, name.c_str(), flags | O_CLOEXEC, mode);
+  if (fd < 0) return Status::FromErrno(errno, name);
+  return OwnedFd(fd);
+}
+
+Status ReadFullAt(int fd, void* buf, size_t n, uint64_t offset, std::string_view what) {
+  auto* p = static_cast<char*>(buf);
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pread(fd, p + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, std::string(what) + ": read at offset " +
+                                          std::to_string(offset + done), Code::kBadInput);
+    }
+    if (r == 0) {
+      return Status(Code::kCorruption, std::string(what) + ": truncated: wanted " +
+                                           std::to_string(n) + " bytes at offset " +
+                                           std::to_string(offset) + ", file ends at " +
+                                           std::to_string(offset + done));
+    }
+    done += static_cast<size_t>(r);
+  }
+  return Status::Ok();
+}
+
+Result<size_t> ReadUpTo(int fd, void* buf, size_t n, std::string_view what) {
+  auto* p = static_cast<char*>(buf);
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::read(fd, p + done, n - done);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, std::string(what) + ": read", Code::kBadInput);
+    }
+    if (r == 0) break;
+    done += static_cast<size_t>(r);
+  }
+  return done;
+}
+
+Status WriteFull(int fd, const void* buf, size_t n, std::string_view what) {
+  auto* p = static_cast<const char*>(buf);
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::write(fd, p + done, n - done);
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, std::string(what) + ": write");
+    }
+    done += static_cast<size_t>(r);
+  }
+  return Status::Ok();
+}
+
+Result<uint64_t> FileSize(int fd, std::string_view what) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, std::string(what) + ": fstat");
+  return static_cast<uint64_t>(st.st_size);
+}
+
+Status FsyncDir(const std::string& dir) {
+  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(dir, O_RDONLY | O_DIRECTORY));
+  if (::fsync(fd.get()) != 0) return Status::FromErrno(errno, dir + ": fsync");
+  return Status::Ok();
+}
+
+Result<std::string> ReadWholeFile(const std::string& path) {
+  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_RDONLY));
+  DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), path));
+  std::string out(size, '\0');
+  DS_RETURN_IF_ERROR(ReadFullAt(fd.get(), out.data(), size, 0, path));
+  return out;
+}
+
+static std::string DirOf(const std::string& path) {
+  auto pos = path.rfind('/');
+  if (pos == std::string::npos) return ".";
+  if (pos == 0) return "/";
+  return path.substr(0, pos);
+}
+
+Status WriteFileAtomic(const std::string& path, std::string_view data) {
+  std::string tmp = path + ".tmp";
+  {
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+    Status s = WriteFull(fd.get(), data.data(), data.size(), tmp);
+    if (s.ok() && ::fsync(fd.get()) != 0) s = Status::FromErrno(errno, tmp + ": fsync");
+    if (!s.ok()) {
+      ::unlink(tmp.c_str());
+      return s;
+    }
+  }
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    return Status::FromErrno(e, "rename " + tmp + " -> " + path);
+  }
+  return FsyncDir(DirOf(path));
+}
+
+MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {
+  if (this != &o) {
+    if (data_) ::munmap(data_, size_);
+    data_ = std::exchange(o.data_, nullptr);
+    size_ = std::exchange(o.size_, 0);
+  }
+  return *this;
+}
+
+MappedFile::~MappedFile() {
+  if (data_) ::munmap(data_, size_);
+}
+
+Result<MappedFile> MappedFile::Open(const std::string& path) {
+  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_RDONLY));
+  DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), path));
+  MappedFile m;
+  if (size == 0) return m;
+  void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+  if (p == MAP_FAILED) return Status::FromErrno(errno, path + ": mmap");
+  m.data_ = static_cast<uint8_t*>(p);
+  m.size_ = size;
+  return m;
+}
+
+FileWriter::FileWriter(OwnedFd fd, std::string name, size_t buffer_size)
+    : fd_(std::move(fd)), name_(std::move(name)), cap_(buffer_size) {
+  buf_.reserve(cap_);
+}
+
+Status FileWriter::Append(std::string_view data) {
+  size_ += data.size();
+  if (buf_.size() + data.size() <= cap_) {
+    buf_.append(data);
+    return Status::Ok();
+  }
+  DS_RETURN_IF_ERROR(Flush());
+  if (data.size() >= cap_) return WriteFull(fd_.get(), data.data(), data.size(), name_);
+  buf_.append(data);
+  return Status::Ok();
+}
+
+Status FileWriter::AppendZeros(uint64_t n) {
+  static const char kZeros[4096] = {};
+  while (n > 0) {
+    size_t k = n < sizeof(kZeros) ? static_cast<size_t>(n) : sizeof(kZeros);
+    DS_RETURN_IF_ERROR(Append(std::string_view(kZeros, k)));
+    n -= k;
+  }
+  return Status::Ok();
+}
+
+Status FileWriter::Flush() {
+  if (buf_.empty()) return Status::Ok();
+  Status s = WriteFull(fd_.get(), buf_.data(), buf_.size(), name_);
+  buf_.clear();
+  return s;
+}
+
+Status FileWriter::TruncateTo(uint64_t size) {
+  DS_RETURN_IF_ERROR(Flush());
+  if (::ftruncate(fd_.get(), static_cast<off_t>(size)) != 0) {
+    return Status::FromErrno(errno, name_ + ": ftruncate");
+  }
+  if (::lseek(fd_.get(), static_cast<off_t>(size), SEEK_SET) < 0) {
+    return Status::FromErrno(errno, name_ + ": lseek");
+  }
+  size_ = size;
+  return Status::Ok();
+}
+
+Status FileWriter::Close(bool sync) {
+  Status s = Flush();
+  if (s.ok() && sync && ::fsync(fd_.get()) != 0) s = Status::FromErrno(errno, name_ + ": fsync");
+  int fd = fd_.release();
+  if (fd >= 0 && ::close(fd) != 0 && s.ok()) s = Status::FromErrno(errno, name_ + ": close");
+  return s;
+}
+
+}  // namespace ds

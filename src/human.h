@@ -1,0 +1,31 @@
+// Human-readable sizes, rates and durations.
+//
+// ParseSize accepts a number (integer or decimal) with an optional unit, case-insensitive:
+//   none or "b"                     bytes
+//   k m g t p  /  KiB MiB GiB TiB   powers of 1024 (fio's and dd's single-letter convention)
+//   KB MB GB TB                     powers of 1000 (SI)
+// and an optional "/s" suffix for rates ("500MB/s"). Examples: "4k" = 4096, "1MiB" = 1048576,
+// "1.5GB" = 1500000000. Errors name the offending text.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "src/status.h"
+
+namespace ds {
+
+Result<uint64_t> ParseSize(std::string_view text);
+std::string FormatBytes(uint64_t bytes);       // binary units: "110.2 KiB", "3.0 GiB"
+std::string FormatRate(double bytes_per_sec);  // SI units like fio: "523.4 MB/s"
+std::string FormatCount(double per_sec);       // "12.3k"
+std::string FormatDuration(double seconds);    // "850 ms", "12.4 s", "3m05s"
+
+}  // namespace ds
+
+namespace ds {
+// Makes arbitrary bytes (keys, paths) safe for one-line messages: printable ASCII and valid
+// UTF-8 pass through; control bytes and invalid UTF-8 become \xNN, '\\' becomes "\\\\".
+std::string EscapeBytes(std::string_view s);
+}  // namespace ds

@@ -1,0 +1,106 @@
+// Status and Result<T>: how every library function in dspack reports failure.
+//
+// A Status is either OK or carries a Code, the errno that caused it (0 if none) and a message
+// that names the thing (file, offset, key) and, where useful, the fix. Result<T> holds a T or a
+// non-OK Status. Both are [[nodiscard]]. Library code never throws; exceptions from CLI11, TBB and
+// bad_alloc are caught only in main().
+//
+// Exit codes (docs/cli.md): ExitCode() maps a Status to the process exit code every dspack tool
+// uses: 0 success, 1 the data is bad (corruption, unreadable or invalid input), 2 usage or
+// environment error (bad flags, output exists, IO error on the output, disk full).
+//
+// Thread-safety: values; safe to copy/move between threads.
+#pragma once
+
+#include <cerrno>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+
+namespace ds {
+
+enum class Code {
+  kOk = 0,
+  kInvalidArgument,  // usage error: bad flag, bad option value
+  kNotFound,         // a path or key does not exist
+  kAlreadyExists,    // refusing to overwrite
+  kCorruption,       // stored data fails a check
+  kBadInput,         // an input file cannot be read or is invalid
+  kIOError,          // an IO error on our own output or environment
+  kNoSpace,          // ENOSPC / EDQUOT
+  kUnsupported,
+};
+
+std::string_view CodeName(Code code);
+
+class [[nodiscard]] Status {
+ public:
+  Status() = default;  // OK
+  Status(Code code, std::string message, int err = 0)
+      : code_(code), err_(err), message_(std::move(message)) {}
+
+  static Status Ok() { return Status(); }
+  // Maps errno onto a Code (ENOSPC/EDQUOT -> kNoSpace, ENOENT -> kNotFound, EEXIST ->
+  // kAlreadyExists, otherwise `fallback`). The message becomes "<context>: <strerror>".
+  static Status FromErrno(int err, std::string_view context, Code fallback = Code::kIOError);
+
+  bool ok() const { return code_ == Code::kOk; }
+  Code code() const { return code_; }
+  int err() const { return err_; }
+  const std::string& message() const { return message_; }
+  // Human one-liner, e.g. "corruption: shard-000012.dsr: record 431 ...".
+  std::string ToString() const;
+  // Returns a copy whose message is "<prefix>: <message>".
+  Status Prefixed(std::string_view prefix) const;
+
+ private:
+  Code code_ = Code::kOk;
+  int err_ = 0;
+  std::string message_;
+};
+
+int ExitCode(const Status& s);
+
+template <typename T>
+class [[nodiscard]] Result {
+ public:
+  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(Status status) : v_(std::move(status)) {}  // NOLINT REQUIRES: !status.ok()
+
+  bool ok() const { return v_.index() == 0; }
+  const Status& status() const {
+    static const Status kOkStatus;
+    return ok() ? kOkStatus : std::get<1>(v_);
+  }
+  T& value() & { return std::get<0>(v_); }
+  const T& value() const& { return std::get<0>(v_); }
+  T&& value() && { return std::get<0>(std::move(v_)); }
+  T& operator*() & { return value(); }
+  const T& operator*() const& { return value(); }
+  T* operator->() { return &value(); }
+  const T* operator->() const { return &value(); }
+
+ private:
+  std::variant<T, Status> v_;
+};
+
+}  // namespace ds
+
+#define DS_CONCAT_INNER_(a, b) a##b
+#define DS_CONCAT_(a, b) DS_CONCAT_INNER_(a, b)
+
+#define DS_RETURN_IF_ERROR(expr)               \
+  do {                                         \
+    ::ds::Status ds_status_ = (expr);          \
+    if (!ds_status_.ok()) return ds_status_;   \
+  } while (0)
+
+#define DS_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \
+  auto tmp = (expr);                              \
+  if (!tmp.ok()) return tmp.status();             \
+  lhs = std::move(tmp).value()
+
+#define DS_ASSIGN_OR_RETURN(lhs, expr) \
+  DS_ASSIGN_OR_RETURN_IMPL_(DS_CONCAT_(ds_result_, __LINE__), lhs, expr)
