@@ -81,8 +81,14 @@ struct Walker {
       bool is_dir;
     };
     std::vector<Entry> entries;
-    errno = 0;
-    while (dirent* e = ::readdir(d)) {
+    int read_err = 0;
+    for (;;) {
+      errno = 0;  // readdir signals errors only through errno
+      dirent* e = ::readdir(d);
+      if (!e) {
+        read_err = errno;
+        break;
+      }
       std::string name = e->d_name;
       if (name == "." || name == "..") continue;
       std::string child = Join(rel, name);
@@ -126,7 +132,6 @@ struct Walker {
         }
       }
     }
-    int read_err = errno;
     if (read_err != 0) {
       ::closedir(d);
       return on_error(rel, Status::FromErrno(read_err, rel + ": readdir", Code::kBadInput));

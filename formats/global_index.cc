@@ -101,6 +101,11 @@ std::pair<uint64_t, uint64_t> GlobalIndex::key_entry(uint64_t i) const {
   return {LoadLE64(p), LoadLE64(p + 8)};
 }
 
+bool GlobalIndex::TrailerHashMatches() const {
+  uint64_t body = map_.size() - kIndexTrailerSize;
+  return Xxh3_64(map_.data(), body) == LoadLE64(map_.data() + body);
+}
+
 std::vector<uint64_t> GlobalIndex::Candidates(std::string_view key) const {
   uint64_t h = Xxh3_64(key);
   uint64_t lo = 0, hi = count_;

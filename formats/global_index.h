@@ -58,6 +58,8 @@ class GlobalIndex {
   std::vector<uint64_t> Candidates(std::string_view key) const;
   // The key table as stored: i-th (hash, sample) pair.
   std::pair<uint64_t, uint64_t> key_entry(uint64_t i) const;
+  // Recomputes the trailer's XXH3-64 over the whole file (O(size); for verify).
+  bool TrailerHashMatches() const;
 
  private:
   MappedFile map_;

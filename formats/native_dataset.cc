@@ -278,10 +278,29 @@ Result<int> Dataset::ShardFd(uint32_t shard) const {
   }
   std::lock_guard<std::mutex> lock(mu_);
   if (!fds_[shard].valid()) {
-    DS_ASSIGN_OR_RETURN(fds_[shard],
-                        OpenFile(dir_ + "/" + manifest_.shards[shard].name, O_RDONLY));
+    const FileMeta& meta = manifest_.shards[shard];
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(dir_ + "/" + meta.name, O_RDONLY));
+    DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), meta.name));
+    if (size != meta.size) {
+      return Status(Code::kCorruption,
+                    fmt::format("{}: {} bytes, but the manifest says {} (truncated or replaced); "
+                                "run `dspack verify {}`", meta.name, size, meta.size, dir_));
+    }
+    fds_[shard] = std::move(fd);
   }
   return fds_[shard].get();
+}
+
+Result<GlobalEntry> Dataset::Entry(uint64_t i) const {
+  GlobalEntry e = index_.entry(i);
+  if (e.shard >= manifest_.shards.size() ||
+      e.offset + e.length > manifest_.shards[e.shard].size || e.offset + e.length < e.offset) {
+    return Status(Code::kCorruption,
+                  fmt::format("{}/{}: entry for sample {} (shard {}, offset {}, length {}) points "
+                              "outside the dataset", dir_, kIndexName, i, e.shard, e.offset,
+                              e.length));
+  }
+  return e;
 }
 
 std::string Dataset::Where(uint64_t i, const GlobalEntry& e) const {
@@ -290,20 +309,20 @@ std::string Dataset::Where(uint64_t i, const GlobalEntry& e) const {
 }
 
 Result<Sample> Dataset::Get(uint64_t i) const {
-  GlobalEntry e = index_.entry(i);
+  DS_ASSIGN_OR_RETURN(GlobalEntry e, Entry(i));
   DS_ASSIGN_OR_RETURN(int fd, ShardFd(e.shard));
   return ReadRecordAt(fd, e.offset, e.length, Where(i, e));
 }
 
 Result<RecordHead> Dataset::Head(uint64_t i) const {
-  GlobalEntry e = index_.entry(i);
+  DS_ASSIGN_OR_RETURN(GlobalEntry e, Entry(i));
   DS_ASSIGN_OR_RETURN(int fd, ShardFd(e.shard));
   return ReadRecordHeadAt(fd, e.offset, e.length, Where(i, e));
 }
 
 Status Dataset::StreamPayload(uint64_t i, const RecordHead& head,
                               const std::function<Status(size_t, std::string_view)>& fn) const {
-  GlobalEntry e = index_.entry(i);
+  DS_ASSIGN_OR_RETURN(GlobalEntry e, Entry(i));
   DS_ASSIGN_OR_RETURN(int fd, ShardFd(e.shard));
   std::string where = Where(i, e);
   std::string buf(std::min<uint64_t>(head.payload_len(), 1 << 20), '\0');

@@ -109,7 +109,11 @@ class Dataset {
   Result<std::vector<std::string>> Classes() const;
 
  private:
+  // Opens shard files lazily; checks each one's size against the manifest on first open, so a
+  // truncated shard is reported even when the records asked for are intact.
   Result<int> ShardFd(uint32_t shard) const;
+  // Entry i of the global index, checked against the manifest's shard sizes.
+  Result<GlobalEntry> Entry(uint64_t i) const;
   std::string Where(uint64_t i, const GlobalEntry& e) const;
 
   std::string dir_;

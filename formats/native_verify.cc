@@ -246,6 +246,9 @@ Status VerifyDataset(const std::string& dir, VerifyReport* report, const VerifyP
   auto opened = GlobalIndex::Open(index_path);
   if (opened.ok()) {
     gi = std::move(opened).value();
+    if (!gi->TrailerHashMatches()) {
+      report->problems.push_back(m.index.name + ": trailer hash does not match the file's content");
+    }
     if (gi->size() != m.samples) {
       report->problems.push_back(fmt::format("{}: holds {} samples, manifest says {}", m.index.name,
                                              gi->size(), m.samples));

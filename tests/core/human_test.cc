@@ -1,0 +1,47 @@
+#include <catch2/catch.hpp>
+
+#include "src/human.h"
+
+using namespace ds;
+
+TEST_CASE("ParseSize follows fio's letters and SI/IEC words", "[core]") {
+  CHECK(*ParseSize("4096") == 4096);
+  CHECK(*ParseSize("4k") == 4096);
+  CHECK(*ParseSize("4K") == 4096);
+  CHECK(*ParseSize("1MiB") == 1048576);
+  CHECK(*ParseSize("1m") == 1048576);
+  CHECK(*ParseSize("256MiB") == 256ull << 20);
+  CHECK(*ParseSize("1GB") == 1000000000);
+  CHECK(*ParseSize("1.5GB") == 1500000000);
+  CHECK(*ParseSize("500MB/s") == 500000000);
+  CHECK(*ParseSize("2TiB") == 2ull << 40);
+  CHECK(*ParseSize("0") == 0);
+}
+
+TEST_CASE("ParseSize rejects bad text with a message naming it", "[core]") {
+  for (const char* bad : {"", "k", "12q", "1.3", "abc", "99999999999P", "-1", "1..2k"}) {
+    auto r = ParseSize(bad);
+    INFO(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Code::kInvalidArgument);
+    CHECK(r.status().message().find(std::string("'") + bad + "'") != std::string::npos);
+  }
+}
+
+TEST_CASE("formatting helpers", "[core]") {
+  CHECK(FormatBytes(512) == "512 B");
+  CHECK(FormatBytes(1536) == "1.5 KiB");
+  CHECK(FormatBytes(3ull << 30) == "3.0 GiB");
+  CHECK(FormatRate(523.4e6) == "523.4 MB/s");
+  CHECK(FormatDuration(0.25) == "250 ms");
+  CHECK(FormatDuration(185) == "3m05s");
+}
+
+TEST_CASE("EscapeBytes makes any key one printable line", "[core]") {
+  CHECK(EscapeBytes("plain/key_1") == "plain/key_1");
+  CHECK(EscapeBytes("a\nb") == "a\\x0ab");
+  CHECK(EscapeBytes("tab\there") == "tab\\x09here");
+  CHECK(EscapeBytes("caf\xc3\xa9") == "caf\xc3\xa9");  // valid UTF-8 kept
+  CHECK(EscapeBytes("bad\xff") == "bad\\xff");
+  CHECK(EscapeBytes("back\\slash") == "back\\\\slash");
+}
