@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Each bad input: a clear one-line error naming the path, the documented exit code, and never a
+# partial dataset under final names.
+source "$(dirname "$0")/lib.sh"
+chmod 755 "$WORK"
+mk() { rm -rf src; mkdir -p src/c1 src/c2; for i in 1 2 3; do head -c 5000 /dev/urandom > "src/c1/$i.jpg"; head -c 3000 /dev/urandom > "src/c2/$i.jpg"; done; }
+
+mk; ln -s nowhere src/c1/broken.jpg
+expect_exit 1 "$DSPACK" convert src out
+expect_err "c1/broken.jpg: broken symlink"
+[ "$(wc -l < "$WORK/last.err")" -eq 1 ] || fail "error must be one line"
+no_final_names out
+expect_exit 0 "$DSPACK" convert src out --on-error skip --json
+grep -q '"skipped": 1' "$WORK/last.out" || fail "skip count in --json summary"
+grep -q '"path": "c1/broken.jpg"' out/manifest.json || fail "skipped input listed in manifest"
+[ "$("$DSPACK" info out --json | $PY -c 'import json,sys; print(json.load(sys.stdin)["samples"])')" = 6 ] \
+  || fail "the other samples must still be packed"
+rm -rf out
+pass "broken symlink: exit 1 under fail; counted and listed under skip"
+
+mk; ln -s loop src/c1/loop; ln -s .. src/c2/up
+expect_exit 1 "$DSPACK" convert src out
+expect_err "symlink loop"
+no_final_names out
+pass "symlink loop (self and to an ancestor): exit 1"
+
+# OUT already holds a dataset.
+mk; "$DSPACK" convert src out -q
+expect_exit 2 "$DSPACK" convert src out
+expect_err "already holds a dspack dataset; pass --force"
+"$DSPACK" convert src out -q --force
+mkdir notempty; echo mine > notempty/notes.txt
+expect_exit 2 "$DSPACK" convert src notempty
+expect_err "notes.txt"
+[ "$(cat notempty/notes.txt)" = mine ] || fail "user file touched"
+pass "existing dataset refused without --force; foreign files never touched"
+
+# Unreadable file, as an unprivileged user (root reads everything).
+if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
+  mk; chmod 000 src/c2/2.jpg; chmod -R a+rX src; chmod 000 src/c2/2.jpg
+  mkdir -p userout && chmod 777 userout
+  asuser() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+  expect_exit 1 asuser "$DSPACK" convert src userout/ds
+  expect_err "c2/2.jpg: Permission denied"
+  no_final_names userout/ds
+  expect_exit 0 asuser "$DSPACK" convert src userout/ds2 --on-error skip -q
+  grep -q '"path": "c2/2.jpg"' userout/ds2/manifest.json || fail "unreadable file not listed"
+  # Read-only OUT for an unprivileged user.
+  mkdir -p rodir && chmod 555 rodir
+  expect_exit 2 asuser "$DSPACK" convert src rodir/ds
+  expect_err "Permission denied"
+  pass "unreadable file: exit 1 / skipped; unwritable OUT: exit 2"
+else
+  echo "skip - setpriv cannot drop to nobody here"
+fi
+
+# Read-only file system and a full disk, on small tmpfs mounts (root only).
+if mkdir -p ro full && mount -t tmpfs -o ro,size=1m tmpfs ro 2>/dev/null; then
+  MOUNTS+=("$WORK/ro")
+  mk
+  expect_exit 2 "$DSPACK" convert src ro/ds
+  expect_err "Read-only file system"
+  mount -t tmpfs -o size=256k tmpfs full
+  MOUNTS+=("$WORK/full")
+  rm -rf big; mkdir big; for i in $(seq 1 20); do head -c 50000 /dev/urandom > "big/$i.bin"; done
+  expect_exit 2 "$DSPACK" convert big full/ds --shard-size 64k
+  expect_err "No space left on device"
+  [ "$(wc -l < "$WORK/last.err")" -eq 1 ] || fail "error must be one line"
+  [ -z "$(ls -A full)" ] || { ls -la full full/*; fail "a failed convert must leave nothing in a fresh OUT"; }
+  pass "read-only OUT and disk full: exit 2, clear error, nothing left behind"
+else
+  echo "skip - cannot mount tmpfs here"
+fi

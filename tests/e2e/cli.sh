@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# --help everywhere, usage errors exit 2, human sizes, --json is valid JSON.
+source "$(dirname "$0")/lib.sh"
+"$DSPACK" --help | grep -q convert || fail "--help lists subcommands"
+for sub in convert verify info ls cat extract synth; do
+  "$DSPACK" "$sub" --help >/dev/null || fail "$sub --help"
+done
+"$DSPACK" --version | grep -q '^dspack ' || fail "--version"
+expect_exit 2 "$DSPACK"
+expect_exit 2 "$DSPACK" convert
+expect_exit 2 "$DSPACK" frobnicate
+mkdir src; echo x > src/a.txt
+expect_exit 2 "$DSPACK" convert src out --shard-size 12parsecs
+expect_err "invalid size '12parsecs'"
+expect_exit 2 "$DSPACK" convert src out --align 3k
+expect_err "power of two"
+expect_exit 2 "$DSPACK" convert src out --on-error maybe
+expect_exit 2 "$DSPACK" convert no-such-dir out
+expect_err "no-such-dir"
+expect_exit 2 "$DSPACK" synth imagenet-like x --samples 1 --seed 1 --threads 1 --bogus
+pass "usage errors exit 2 with a message"
+
+"$DSPACK" convert src out --json --shard-size 1MiB > summary.json
+$PY -c 'import json; d=json.load(open("summary.json")); assert d["samples"]==1 and d["files"]==1, d'
+"$DSPACK" info out --json | $PY -c 'import json,sys; d=json.load(sys.stdin); assert d["shard_size"]==1048576'
+"$DSPACK" verify out --json | $PY -c 'import json,sys; d=json.load(sys.stdin); assert d["ok"] is True'
+"$DSPACK" convert src out2 > human.txt
+grep -q "converted 1 files" human.txt || fail "human summary"
+grep -q $'\r' human.txt && fail "no progress bar when stderr is not a terminal"
+pass "--json outputs parse; human summary; no progress bar off a terminal"

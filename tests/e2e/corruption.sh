@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Damage a dataset on disk; verify and the readers must report shard, offset and key, never crash.
+source "$(dirname "$0")/lib.sh"
+"$DSPACK" synth imagenet-like src --samples 200 --seed 2 -q
+"$DSPACK" convert src ds --shard-size 4MiB --align 4k -q
+"$DSPACK" verify ds -q
+
+flip() {  # flip FILE OFFSET
+  $PY - "$1" "$2" <<'PYEOF'
+import sys
+path, off = sys.argv[1], int(sys.argv[2])
+with open(path, "r+b") as f:
+    f.seek(off); b = f.read(1); f.seek(off); f.write(bytes([b[0] ^ 0x5A]))
+PYEOF
+}
+
+cp -a ds pristine
+shard=ds/shard-000001.dsr
+size=$(stat -c %s "$shard")
+for off in 0 13 61 4096 4100 4110 4200 $((size / 2)) $((size - 40)) $((size - 5)); do
+  rm -rf ds && cp -a pristine ds
+  flip "$shard" "$off"
+  expect_exit 1 "$DSPACK" verify ds
+  grep -q "shard-000001.dsr: offset" "$WORK/last.out" || { cat "$WORK/last.out"; fail "verify must name shard and offset (flip at $off)"; }
+done
+pass "verify reports flips in header, record, payload, index and footer (exit 1)"
+
+# A payload flip names the key, and cat of that key fails cleanly.
+rm -rf ds && cp -a pristine ds
+flip "$shard" $((4096 + 200))
+expect_exit 1 "$DSPACK" verify ds
+key=$(grep -o '(key [^)]*)' "$WORK/last.out" | head -1 | sed 's/(key \(.*\))/\1/')
+[ -n "$key" ] || fail "verify output names no key"
+grep -q "offset 4096 (key $key): data checksum mismatch" "$WORK/last.out" || fail "wrong location"
+expect_exit 1 "$DSPACK" cat ds "$key"
+expect_err "data checksum mismatch"
+expect_exit 1 "$DSPACK" extract ds ex
+expect_err "data checksum mismatch"
+[ -e "ex/$key.JPEG" ] && fail "extract left the damaged file under its final name"
+pass "payload damage: verify names key $key; cat and extract refuse it"
+
+# Truncation.
+rm -rf ds && cp -a pristine ds
+truncate -s $((size - 100)) "$shard"
+expect_exit 1 "$DSPACK" verify ds
+grep -q "manifest says $size" "$WORK/last.out" || fail "truncation not explained"
+expect_exit 1 "$DSPACK" extract ds ex2
+expect_err "truncated"
+pass "truncated shard reported by verify and extract"
+
+# Missing manifest: not a dataset (usage error, exit 2).
+rm -rf ds && cp -a pristine ds && rm ds/manifest.json
+expect_exit 2 "$DSPACK" verify ds
+expect_err "not a finished dspack dataset"
+rm -rf ds && cp -a pristine ds && echo '{"format": "dspack-native", "version"' > ds/manifest.json
+expect_exit 1 "$DSPACK" verify ds
+expect_err "malformed manifest"
+pass "missing manifest exit 2, malformed manifest exit 1"
