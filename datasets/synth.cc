@@ -2,9 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <sys/stat.h>
-
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_for.h>
 #include <tbb/task_arena.h>
@@ -27,7 +26,7 @@ uint64_t LogNormal(Rng& r, double median, double sigma, uint64_t lo, uint64_t hi
 }
 
 std::string JpegLike(Rng& r, uint64_t size) {
-  static const unsigned char kHead[] = {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 'J', 'F', 'I', 'F',
+  static const unsigned char kHead[] = {0xFF, 0xD8, 0xFF, 0xE0, 0x00, 0x10, 'J',  'F',  'I',  'F',
                                         0x00, 0x01, 0x01, 0x00, 0x00, 0x48, 0x00, 0x48, 0x00, 0x00};
   std::string s(size, '\0');
   r.Fill(s.data(), size);
@@ -59,8 +58,10 @@ std::vector<File> CocoSample(uint64_t seed, uint64_t i, uint64_t) {
   Rng r(seed, i);
   uint64_t id = 139 + i * 37;
   uint64_t size = LogNormal(r, 160e3, 0.5, 4096, 4 << 20);
-  std::string json = fmt::format("{{\"image_id\": {}, \"width\": {}, \"height\": {}, "
-                                 "\"annotations\": [", id, 320 + r.Range(0, 320), 240 + r.Range(0, 240));
+  std::string json = fmt::format(
+      "{{\"image_id\": {}, \"width\": {}, \"height\": {}, "
+      "\"annotations\": [",
+      id, 320 + r.Range(0, 320), 240 + r.Range(0, 240));
   uint64_t objs = r.Range(1, 12);
   for (uint64_t k = 0; k < objs; k++) {
     json += fmt::format("{}{{\"category_id\": {}, \"bbox\": [{}, {}, {}, {}], \"area\": {}}}",
@@ -147,8 +148,9 @@ Status Synthesize(const SynthOptions& o, SynthReport* report) {
   }
   std::error_code ec;
   if (std::filesystem::exists(o.dir, ec) && !std::filesystem::is_empty(o.dir, ec)) {
-    return Status(Code::kAlreadyExists, o.dir + ": not empty; synth writes into a new or empty "
-                                                "directory");
+    return Status(Code::kAlreadyExists, o.dir +
+                                            ": not empty; synth writes into a new or empty "
+                                            "directory");
   }
   std::filesystem::create_directories(o.dir, ec);
   if (ec) return Status::FromErrno(ec.value(), "cannot create " + o.dir);

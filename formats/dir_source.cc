@@ -2,11 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <fnmatch.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <algorithm>
 #include <set>
@@ -107,10 +106,12 @@ struct Walker {
         bool is_link = ::fstatat(::dirfd(d), name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
                        S_ISLNK(lst.st_mode);
         Status s = err == ELOOP ? Status(Code::kBadInput, child + ": symlink loop", err)
-                   : is_link && err == ENOENT
-                       ? Status(Code::kBadInput, child + ": broken symlink (its target does not "
-                                                         "exist)", err)
-                       : Status::FromErrno(err, child, Code::kBadInput);
+                   : is_link && err == ENOENT ? Status(Code::kBadInput,
+                                                       child +
+                                                           ": broken symlink (its target does not "
+                                                           "exist)",
+                                                       err)
+                                              : Status::FromErrno(err, child, Code::kBadInput);
         if (s.code() == Code::kNotFound) s = Status(Code::kBadInput, s.message(), err);
         Status r = on_error(child, s);
         if (!r.ok()) {
@@ -124,8 +125,8 @@ struct Walker {
       } else if (S_ISDIR(st.st_mode)) {
         entries.push_back({name, true});
       } else {
-        Status r = on_error(child, Status(Code::kBadInput, child + ": skipped, " +
-                                                               TypeName(st.st_mode)));
+        Status r =
+            on_error(child, Status(Code::kBadInput, child + ": skipped, " + TypeName(st.st_mode)));
         if (!r.ok()) {
           ::closedir(d);
           return r;
@@ -160,8 +161,10 @@ struct Walker {
       auto id = std::make_pair(st.st_dev, st.st_ino);
       if (std::find(ancestors.begin(), ancestors.end(), id) != ancestors.end()) {
         ::close(cfd);
-        result = on_error(child, Status(Code::kBadInput, child + ": symlink loop (points back to "
-                                                                 "an enclosing directory)", ELOOP));
+        result = on_error(child, Status(Code::kBadInput,
+                                        child + ": symlink loop (points back to "
+                                                "an enclosing directory)",
+                                        ELOOP));
         if (!result.ok()) break;
         continue;
       }
@@ -241,8 +244,8 @@ Result<size_t> InputFile::ReadChunk(char* buf, size_t cap) {
     DS_ASSIGN_OR_RETURN(size_t n, ReadUpTo(fd_.get(), &extra, 1, path_));
     if (n != 0) {
       return Status(Code::kBadInput, fmt::format("{}: file grew while being read (was {} bytes); "
-                                                 "re-run once it is stable", EscapeBytes(path_),
-                                                 size_));
+                                                 "re-run once it is stable",
+                                                 EscapeBytes(path_), size_));
     }
     return size_t{0};
   }

@@ -16,7 +16,8 @@ Status GlobalIndexBuilder::Add(uint32_t shard, uint64_t offset, uint64_t length,
   if (shard >= (1u << kShardBits) || length >= (1ull << kLengthBits)) {
     return Status(Code::kInvalidArgument,
                   fmt::format("global index limit: shard {} / record length {} exceed 2^24 shards "
-                              "or 2^40-byte records", shard, length));
+                              "or 2^40-byte records",
+                              shard, length));
   }
   keys_.emplace_back(Xxh3_64(key), size());
   entries_.push_back(offset);
@@ -24,8 +25,8 @@ Status GlobalIndexBuilder::Add(uint32_t shard, uint64_t offset, uint64_t length,
   return Status::Ok();
 }
 
-Status GlobalIndexBuilder::Write(const std::string& path, uint32_t shard_count,
-                                 uint64_t* file_size, uint64_t* xxh3) {
+Status GlobalIndexBuilder::Write(const std::string& path, uint32_t shard_count, uint64_t* file_size,
+                                 uint64_t* xxh3) {
   std::sort(keys_.begin(), keys_.end());
   DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
   FileWriter w(std::move(fd), path);
@@ -44,8 +45,8 @@ Status GlobalIndexBuilder::Write(const std::string& path, uint32_t shard_count,
   StoreLE64(head.data() + 32, kIndexHeaderSize + n * kGlobalEntrySize);
   StoreLE32(head.data() + 60, Crc32c(head.data(), 60));
   DS_RETURN_IF_ERROR(put(head));
-  DS_RETURN_IF_ERROR(put(std::string_view(reinterpret_cast<const char*>(entries_.data()),
-                                          entries_.size() * 8)));
+  DS_RETURN_IF_ERROR(
+      put(std::string_view(reinterpret_cast<const char*>(entries_.data()), entries_.size() * 8)));
   std::string buf;
   for (const auto& [hash, sample] : keys_) {
     PutLE64(&buf, hash);
@@ -81,12 +82,15 @@ Result<GlobalIndex> GlobalIndex::Open(const std::string& path) {
   g.shard_count_ = LoadLE32(p + 12);
   g.count_ = LoadLE64(p + 16);
   if (g.count_ > size / 32 ||
-      size != kIndexHeaderSize + g.count_ * (kGlobalEntrySize + kKeyEntrySize) + kIndexTrailerSize ||
+      size !=
+          kIndexHeaderSize + g.count_ * (kGlobalEntrySize + kKeyEntrySize) + kIndexTrailerSize ||
       LoadLE64(p + 24) != kIndexHeaderSize ||
       LoadLE64(p + 32) != kIndexHeaderSize + g.count_ * kGlobalEntrySize) {
-    return bad(fmt::format("header counts ({} samples) do not match the file size {}", g.count_, size));
+    return bad(
+        fmt::format("header counts ({} samples) do not match the file size {}", g.count_, size));
   }
-  if (std::memcmp(p + size - 8, kIndexEndMagic, 8) != 0) return bad("bad trailer magic (truncated?)");
+  if (std::memcmp(p + size - 8, kIndexEndMagic, 8) != 0)
+    return bad("bad trailer magic (truncated?)");
   return g;
 }
 
@@ -111,11 +115,14 @@ std::vector<uint64_t> GlobalIndex::Candidates(std::string_view key) const {
   uint64_t lo = 0, hi = count_;
   while (lo < hi) {
     uint64_t mid = lo + (hi - lo) / 2;
-    if (key_entry(mid).first < h) lo = mid + 1;
-    else hi = mid;
+    if (key_entry(mid).first < h)
+      lo = mid + 1;
+    else
+      hi = mid;
   }
   std::vector<uint64_t> out;
-  for (uint64_t i = lo; i < count_ && key_entry(i).first == h; i++) out.push_back(key_entry(i).second);
+  for (uint64_t i = lo; i < count_ && key_entry(i).first == h; i++)
+    out.push_back(key_entry(i).second);
   return out;
 }
 

@@ -26,7 +26,7 @@ inline constexpr size_t kIndexHeaderSize = 64;
 inline constexpr size_t kIndexTrailerSize = 16;
 inline constexpr size_t kGlobalEntrySize = 16;
 inline constexpr size_t kKeyEntrySize = 16;
-inline constexpr int kShardBits = 24;   // entry word 2 = shard << 40 | length
+inline constexpr int kShardBits = 24;  // entry word 2 = shard << 40 | length
 inline constexpr int kLengthBits = 40;
 
 struct GlobalEntry {
@@ -40,11 +40,10 @@ class GlobalIndexBuilder {
   // REQUIRES: shard < 2^24, length < 2^40 (enforced: returns kInvalidArgument).
   Status Add(uint32_t shard, uint64_t offset, uint64_t length, std::string_view key);
   uint64_t size() const { return entries_.size() / 2; }
-  Status Write(const std::string& path, uint32_t shard_count, uint64_t* file_size,
-               uint64_t* xxh3);
+  Status Write(const std::string& path, uint32_t shard_count, uint64_t* file_size, uint64_t* xxh3);
 
  private:
-  std::vector<uint64_t> entries_;                   // offset, shard<<40|length
+  std::vector<uint64_t> entries_;                    // offset, shard<<40|length
   std::vector<std::pair<uint64_t, uint64_t>> keys_;  // xxh3(key), sample
 };
 

@@ -35,7 +35,8 @@ std::string Manifest::ToJson() const {
   for (const auto& s : shards) j["shards"].push_back(FileJson(s, true));
   j["index"] = FileJson(index, false);
   j["labels"] = label_field.empty() ? json(nullptr)
-                                    : json{{"field", label_field}, {"classes", class_count},
+                                    : json{{"field", label_field},
+                                           {"classes", class_count},
                                            {"file", kClassesName},
                                            {"xxh3", HexU64(classes_xxh3)}};
   j["skipped"] = skipped;
@@ -68,7 +69,8 @@ Result<Manifest> Manifest::Parse(const std::string& text, const std::string& wha
     m.version = j.at("version").get<uint32_t>();
     if (m.version != kFormatVersion) {
       return Status(Code::kUnsupported, fmt::format("{}: format version {}; this dspack reads "
-                                                    "version {}", what, m.version, kFormatVersion));
+                                                    "version {}",
+                                                    what, m.version, kFormatVersion));
     }
     m.created_by = j.value("created_by", "");
     m.options = j.value("options", json::object());
@@ -108,8 +110,8 @@ Result<Manifest> Manifest::Load(const std::string& dir) {
   auto text = ReadWholeFile(path);
   if (!text.ok()) {
     if (text.status().code() == Code::kNotFound) {
-      return Status(Code::kNotFound, path + ": no manifest; " + dir +
-                                         " is not a finished dspack dataset");
+      return Status(Code::kNotFound,
+                    path + ": no manifest; " + dir + " is not a finished dspack dataset");
     }
     return text.status();
   }

@@ -6,10 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "src/status.h"
 
@@ -38,8 +37,8 @@ struct Manifest {
   uint64_t payload_bytes = 0;
   std::vector<FileMeta> shards;
   FileMeta index;
-  std::string label_field;   // "cls" when labels were added from class folders
-  uint64_t class_count = 0;  // names, one per line, in classes.txt
+  std::string label_field;    // "cls" when labels were added from class folders
+  uint64_t class_count = 0;   // names, one per line, in classes.txt
   uint64_t classes_xxh3 = 0;  // of classes.txt
   nlohmann::json skipped = nlohmann::json::array();  // [{"path":..., "error":...}]
 

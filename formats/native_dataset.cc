@@ -2,10 +2,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <filesystem>
 #include <system_error>
@@ -21,7 +20,8 @@ namespace {
 // Files a dspack dataset directory may hold (what --force may remove).
 bool IsDatasetFile(const std::string& name) {
   auto ends = [&](std::string_view suf) {
-    return name.size() >= suf.size() && name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
+    return name.size() >= suf.size() &&
+           name.compare(name.size() - suf.size(), suf.size(), suf) == 0;
   };
   if (name == kManifestName || name == kIndexName || name == kClassesName) return true;
   std::string base = ends(".tmp") ? name.substr(0, name.size() - 4) : name;
@@ -56,8 +56,9 @@ DatasetWriter::~DatasetWriter() {
 Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& out,
                                                              const DatasetOptions& options) {
   if (options.align == 0 || options.align > kMaxAlign || (options.align & (options.align - 1))) {
-    return Status(Code::kInvalidArgument,
-                  fmt::format("--align {}: must be a power of two between 1 and 1GiB", options.align));
+    return Status(
+        Code::kInvalidArgument,
+        fmt::format("--align {}: must be a power of two between 1 and 1GiB", options.align));
   }
   if (options.shard_size < 4096) {
     return Status(Code::kInvalidArgument, "--shard-size must be at least 4KiB");
@@ -71,28 +72,34 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
     if (ec) return Status::FromErrno(ec.value(), "cannot create output directory " + out);
     created = true;
   } else if (!S_ISDIR(st.st_mode)) {
-    return Status(Code::kAlreadyExists, out + ": exists and is not a directory; choose a directory "
-                                              "path for the dataset");
+    return Status(Code::kAlreadyExists, out +
+                                            ": exists and is not a directory; choose a directory "
+                                            "path for the dataset");
   } else {
     DS_ASSIGN_OR_RETURN(auto names, ListDir(out));
     bool has_manifest = false, has_parts = false;
     std::string foreign;
     for (const auto& n : names) {
-      if (n == kManifestName) has_manifest = true;
-      else if (IsDatasetFile(n)) has_parts = true;
-      else if (foreign.empty()) foreign = n;
+      if (n == kManifestName)
+        has_manifest = true;
+      else if (IsDatasetFile(n))
+        has_parts = true;
+      else if (foreign.empty())
+        foreign = n;
     }
     if (!foreign.empty()) {
       return Status(Code::kAlreadyExists,
                     fmt::format("{}: not empty (holds '{}', which dspack did not write); choose an "
-                                "empty or new directory", out, EscapeBytes(foreign)));
+                                "empty or new directory",
+                                out, EscapeBytes(foreign)));
     }
     if ((has_manifest || has_parts) && !options.force) {
       return Status(Code::kAlreadyExists,
                     has_manifest
                         ? out + ": already holds a dspack dataset; pass --force to replace it"
-                        : out + ": holds an unfinished dataset (an interrupted convert?); pass "
-                                "--force to discard it and start again");
+                        : out +
+                              ": holds an unfinished dataset (an interrupted convert?); pass "
+                              "--force to discard it and start again");
     }
     // Remove the manifest first: the directory must never claim a dataset we are replacing.
     if (has_manifest) ::unlink((out + "/" + kManifestName).c_str());
@@ -151,8 +158,8 @@ Status DatasetWriter::BeginSample(std::string_view key, std::span<const FieldInf
   DS_RETURN_IF_ERROR(status_);
   DS_RETURN_IF_ERROR(CheckRecordShape(key, fields));
   uint64_t len = RecordLength(key, fields);
-  uint64_t projected = shard_->next_offset() + len + (shard_->records() + 1) * kIndexEntrySize +
-                       kFooterSize;
+  uint64_t projected =
+      shard_->next_offset() + len + (shard_->records() + 1) * kIndexEntrySize + kFooterSize;
   if (shard_->records() > 0 && projected > options_.shard_size) {
     DS_RETURN_IF_ERROR(FinishShard());
     uint64_t n = manifest_.shards.size();
@@ -210,7 +217,8 @@ Status DatasetWriter::Finish(DatasetSummary* summary) {
   std::string idx_tmp = out_ + "/" + kIndexName + ".tmp";
   FileMeta& im = manifest_.index;
   im.name = kIndexName;
-  Status s = index_.Write(idx_tmp, static_cast<uint32_t>(manifest_.shards.size()), &im.size, &im.xxh3);
+  Status s =
+      index_.Write(idx_tmp, static_cast<uint32_t>(manifest_.shards.size()), &im.size, &im.xxh3);
   if (s.ok() && ::rename(idx_tmp.c_str(), (out_ + "/" + kIndexName).c_str()) != 0) {
     s = Status::FromErrno(errno, "rename " + idx_tmp);
   }
@@ -284,7 +292,8 @@ Result<int> Dataset::ShardFd(uint32_t shard) const {
     if (size != meta.size) {
       return Status(Code::kCorruption,
                     fmt::format("{}: {} bytes, but the manifest says {} (truncated or replaced); "
-                                "run `dspack verify {}`", meta.name, size, meta.size, dir_));
+                                "run `dspack verify {}`",
+                                meta.name, size, meta.size, dir_));
     }
     fds_[shard] = std::move(fd);
   }
@@ -293,12 +302,12 @@ Result<int> Dataset::ShardFd(uint32_t shard) const {
 
 Result<GlobalEntry> Dataset::Entry(uint64_t i) const {
   GlobalEntry e = index_.entry(i);
-  if (e.shard >= manifest_.shards.size() ||
-      e.offset + e.length > manifest_.shards[e.shard].size || e.offset + e.length < e.offset) {
+  if (e.shard >= manifest_.shards.size() || e.offset + e.length > manifest_.shards[e.shard].size ||
+      e.offset + e.length < e.offset) {
     return Status(Code::kCorruption,
                   fmt::format("{}/{}: entry for sample {} (shard {}, offset {}, length {}) points "
-                              "outside the dataset", dir_, kIndexName, i, e.shard, e.offset,
-                              e.length));
+                              "outside the dataset",
+                              dir_, kIndexName, i, e.shard, e.offset, e.length));
   }
   return e;
 }
@@ -343,8 +352,8 @@ Status Dataset::StreamPayload(uint64_t i, const RecordHead& head,
   uint8_t stored[4];
   DS_RETURN_IF_ERROR(ReadFullAt(fd, stored, 4, pos, where));
   if (LoadLE32(stored) != crc) {
-    return Status(Code::kCorruption, fmt::format("{} (key {}): data checksum mismatch", where,
-                                                 EscapeBytes(head.key)));
+    return Status(Code::kCorruption,
+                  fmt::format("{} (key {}): data checksum mismatch", where, EscapeBytes(head.key)));
   }
   return Status::Ok();
 }

@@ -96,8 +96,8 @@ class Dataset {
   uint64_t size() const { return index_.size(); }
   const GlobalIndex& index() const { return index_; }
 
-  Result<Sample> Get(uint64_t i) const;         // REQUIRES: i < size()
-  Result<RecordHead> Head(uint64_t i) const;    // REQUIRES: i < size()
+  Result<Sample> Get(uint64_t i) const;       // REQUIRES: i < size()
+  Result<RecordHead> Head(uint64_t i) const;  // REQUIRES: i < size()
   // Streams sample i's payload: fn(field_index, chunk) in field order, in chunks of at most
   // 1 MiB, then checks the data checksum (kCorruption if it fails, after all chunks were given:
   // callers must not commit what they received until this returns OK).

@@ -26,10 +26,12 @@ std::string EncodeShardHeader(const ShardHeader& h) {
 Result<ShardHeader> DecodeShardHeader(const uint8_t* p, std::string_view what) {
   if (std::memcmp(p, kShardMagic, 8) != 0) {
     return Status(Code::kCorruption, fmt::format("{}: offset 0: bad shard magic (not a dspack "
-                                                 "shard, or its header is damaged)", what));
+                                                 "shard, or its header is damaged)",
+                                                 what));
   }
   if (LoadLE32(p + 60) != Crc32c(p, 60)) {
-    return Status(Code::kCorruption, fmt::format("{}: offset 0: shard header checksum mismatch", what));
+    return Status(Code::kCorruption,
+                  fmt::format("{}: offset 0: shard header checksum mismatch", what));
   }
   ShardHeader h;
   h.version = LoadLE32(p + 8);
@@ -38,16 +40,16 @@ Result<ShardHeader> DecodeShardHeader(const uint8_t* p, std::string_view what) {
   h.first_sample = LoadLE64(p + 24);
   if (h.version != kFormatVersion) {
     return Status(Code::kUnsupported, fmt::format("{}: shard format version {} (this dspack reads "
-                                                  "version {}); upgrade dspack", what, h.version,
-                                                  kFormatVersion));
+                                                  "version {}); upgrade dspack",
+                                                  what, h.version, kFormatVersion));
   }
   if (h.align == 0 || h.align > kMaxAlign || (h.align & (h.align - 1)) != 0) {
     return Status(Code::kCorruption, fmt::format("{}: offset 12: invalid align {}", what, h.align));
   }
   for (int i = 32; i < 60; i++) {
     if (p[i] != 0) {
-      return Status(Code::kCorruption, fmt::format("{}: offset {}: reserved header byte is not zero",
-                                                   what, i));
+      return Status(Code::kCorruption,
+                    fmt::format("{}: offset {}: reserved header byte is not zero", what, i));
     }
   }
   return h;
@@ -68,7 +70,8 @@ Result<Footer> DecodeFooter(const uint8_t* p, std::string_view what) {
   if (std::memcmp(p + 24, kFooterMagic, 8) != 0 || LoadLE32(p + 20) != Crc32c(p, 20)) {
     return Status(Code::kCorruption,
                   fmt::format("{}: footer damaged (bad magic or checksum in the last {} bytes); "
-                              "the shard is truncated or corrupt", what, kFooterSize));
+                              "the shard is truncated or corrupt",
+                              what, kFooterSize));
   }
   Footer f;
   f.index_offset = LoadLE64(p);
@@ -89,9 +92,8 @@ Status CheckRecordShape(std::string_view key, std::span<const FieldInfo> fields)
   }
   for (size_t i = 0; i < fields.size(); i++) {
     if (fields[i].name.size() > kMaxFieldNameLen) {
-      return Status(Code::kInvalidArgument,
-                    fmt::format("key '{}': field name longer than {} bytes", EscapeBytes(key),
-                                kMaxFieldNameLen));
+      return Status(Code::kInvalidArgument, fmt::format("key '{}': field name longer than {} bytes",
+                                                        EscapeBytes(key), kMaxFieldNameLen));
     }
     for (size_t j = 0; j < i; j++) {
       if (fields[j].name == fields[i].name) {
@@ -148,7 +150,8 @@ Result<RecordHead> DecodeRecordHead(const uint8_t* p, size_t n, std::string_view
   DS_ASSIGN_OR_RETURN(uint32_t meta_len, PeekMetaLen(p, where));
   if (n < kRecordFixedSize + meta_len) {
     return Status(Code::kCorruption, fmt::format("{}: record header of {} bytes runs past the "
-                                                 "record", where, kRecordFixedSize + meta_len));
+                                                 "record",
+                                                 where, kRecordFixedSize + meta_len));
   }
   if (LoadLE32(p + 4) != Crc32c(p + 8, kRecordFixedSize - 8 + meta_len)) {
     return Status(Code::kCorruption, fmt::format("{}: record header checksum mismatch", where));

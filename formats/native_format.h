@@ -45,7 +45,7 @@ inline constexpr uint32_t kRecordMagic = 0x01525344;  // bytes 'D' 'S' 'R' 0x01
 inline constexpr size_t kShardHeaderSize = 64;
 inline constexpr size_t kFooterSize = 32;
 inline constexpr size_t kIndexEntrySize = 16;
-inline constexpr size_t kRecordFixedSize = 24;  // magic..field_count
+inline constexpr size_t kRecordFixedSize = 24;   // magic..field_count
 inline constexpr size_t kRecordTrailerSize = 4;  // data_crc
 inline constexpr size_t kMaxKeyLen = 65535;
 inline constexpr size_t kMaxFieldNameLen = 255;
@@ -83,7 +83,9 @@ struct RecordHead {
   uint64_t record_len = 0;
   uint32_t meta_len = 0;
   uint64_t payload_offset() const { return kRecordFixedSize + meta_len; }
-  uint64_t payload_len() const { return record_len - kRecordFixedSize - meta_len - kRecordTrailerSize; }
+  uint64_t payload_len() const {
+    return record_len - kRecordFixedSize - meta_len - kRecordTrailerSize;
+  }
 };
 
 // Validates key/field limits (REQUIRES nothing; returns kInvalidArgument naming the key).

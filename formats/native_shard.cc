@@ -1,11 +1,10 @@
 #include "formats/native_shard.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cstring>
-
-#include <fmt/format.h>
 
 #include "src/endian.h"
 #include "src/human.h"
@@ -75,7 +74,8 @@ Status ShardWriter::AppendData(std::string_view chunk) {
 Status ShardWriter::EndRecord() {
   DS_RETURN_IF_ERROR(status_);
   if (!in_record_ || rec_remaining_ != 0) {
-    return Fail(Status(Code::kInvalidArgument, path_ + ": record ended before its declared payload"));
+    return Fail(
+        Status(Code::kInvalidArgument, path_ + ": record ended before its declared payload"));
   }
   std::string crc;
   PutLE32(&crc, rec_crc_);
@@ -153,15 +153,16 @@ Result<Sample> ReadRecordAt(int fd, uint64_t offset, uint64_t length, std::strin
   const auto* p = reinterpret_cast<const uint8_t*>(buf.data());
   DS_ASSIGN_OR_RETURN(RecordHead head, DecodeRecordHead(p, length, where));
   if (head.record_len != length) {
-    return Status(Code::kCorruption, fmt::format("{} (key {}): record_len {} disagrees with the "
-                                                 "index ({})", where, EscapeBytes(head.key),
-                                                 head.record_len, length));
+    return Status(Code::kCorruption,
+                  fmt::format("{} (key {}): record_len {} disagrees with the "
+                              "index ({})",
+                              where, EscapeBytes(head.key), head.record_len, length));
   }
   uint64_t pos = head.payload_offset();
   uint32_t crc = Crc32c(p + pos, head.payload_len());
   if (crc != LoadLE32(p + length - kRecordTrailerSize)) {
-    return Status(Code::kCorruption, fmt::format("{} (key {}): data checksum mismatch", where,
-                                                 EscapeBytes(head.key)));
+    return Status(Code::kCorruption,
+                  fmt::format("{} (key {}): data checksum mismatch", where, EscapeBytes(head.key)));
   }
   Sample s;
   s.key = std::move(head.key);
@@ -182,17 +183,19 @@ Result<RecordHead> ReadRecordHeadAt(int fd, uint64_t offset, uint64_t length,
   DS_RETURN_IF_ERROR(ReadFullAt(fd, fixed, sizeof fixed, offset, where));
   DS_ASSIGN_OR_RETURN(uint32_t meta_len, PeekMetaLen(fixed, where));
   if (kRecordFixedSize + meta_len + kRecordTrailerSize > length) {
-    return Status(Code::kCorruption, fmt::format("{}: meta_len {} runs past the record", where,
-                                                 meta_len));
+    return Status(Code::kCorruption,
+                  fmt::format("{}: meta_len {} runs past the record", where, meta_len));
   }
   std::string buf(kRecordFixedSize + meta_len, '\0');
   DS_RETURN_IF_ERROR(ReadFullAt(fd, buf.data(), buf.size(), offset, where));
-  DS_ASSIGN_OR_RETURN(RecordHead head, DecodeRecordHead(reinterpret_cast<const uint8_t*>(buf.data()),
-                                                        buf.size(), where));
+  DS_ASSIGN_OR_RETURN(
+      RecordHead head,
+      DecodeRecordHead(reinterpret_cast<const uint8_t*>(buf.data()), buf.size(), where));
   if (head.record_len != length) {
-    return Status(Code::kCorruption, fmt::format("{} (key {}): record_len {} disagrees with the "
-                                                 "index ({})", where, EscapeBytes(head.key),
-                                                 head.record_len, length));
+    return Status(Code::kCorruption,
+                  fmt::format("{} (key {}): record_len {} disagrees with the "
+                              "index ({})",
+                              where, EscapeBytes(head.key), head.record_len, length));
   }
   return head;
 }
@@ -205,7 +208,8 @@ Result<ShardReader> ShardReader::Open(const std::string& path, std::string displ
   const std::string& d = r.display_;
   if (r.size_ < kShardHeaderSize + kFooterSize) {
     return Status(Code::kCorruption, fmt::format("{}: {} bytes is too short for a shard "
-                                                 "(truncated?)", d, r.size_));
+                                                 "(truncated?)",
+                                                 d, r.size_));
   }
   uint8_t head[kShardHeaderSize];
   DS_RETURN_IF_ERROR(ReadFullAt(r.fd_.get(), head, sizeof head, 0, d));
@@ -216,15 +220,16 @@ Result<ShardReader> ShardReader::Open(const std::string& path, std::string displ
   uint64_t index_bytes = footer.record_count * kIndexEntrySize;
   if (footer.record_count > r.size_ / kIndexEntrySize ||
       footer.index_offset + index_bytes + kFooterSize != r.size_) {
-    return Status(Code::kCorruption, fmt::format("{}: footer says {} records at offset {}, which "
-                                                 "does not fit a file of {} bytes", d,
-                                                 footer.record_count, footer.index_offset, r.size_));
+    return Status(Code::kCorruption,
+                  fmt::format("{}: footer says {} records at offset {}, which "
+                              "does not fit a file of {} bytes",
+                              d, footer.record_count, footer.index_offset, r.size_));
   }
   std::string idx(index_bytes, '\0');
   DS_RETURN_IF_ERROR(ReadFullAt(r.fd_.get(), idx.data(), idx.size(), footer.index_offset, d));
   if (Crc32c(idx) != footer.index_crc) {
-    return Status(Code::kCorruption, fmt::format("{}: index at offset {}: checksum mismatch", d,
-                                                 footer.index_offset));
+    return Status(Code::kCorruption,
+                  fmt::format("{}: index at offset {}: checksum mismatch", d, footer.index_offset));
   }
   r.index_.resize(footer.record_count);
   uint64_t expect = ds::AlignUp(kShardHeaderSize, r.header_.align);
@@ -235,13 +240,15 @@ Result<ShardReader> ShardReader::Open(const std::string& path, std::string displ
     if (e.offset != expect || e.length < kRecordFixedSize + kRecordTrailerSize ||
         e.offset + e.length > footer.index_offset) {
       return Status(Code::kCorruption, fmt::format("{}: index entry {} (offset {}, length {}) is "
-                                                   "inconsistent", d, i, e.offset, e.length));
+                                                   "inconsistent",
+                                                   d, i, e.offset, e.length));
     }
     expect = ds::AlignUp(e.offset + e.length, r.header_.align);
   }
   if (expect != footer.index_offset) {
     return Status(Code::kCorruption, fmt::format("{}: index ends records at {} but the index "
-                                                 "starts at {}", d, expect, footer.index_offset));
+                                                 "starts at {}",
+                                                 d, expect, footer.index_offset));
   }
   return r;
 }

@@ -114,6 +114,7 @@ class ShardReader {
 // `where` is the message prefix ("shard-000001.dsr: record 7 at offset 4096").
 Result<Sample> ReadRecordAt(int fd, uint64_t offset, uint64_t length, std::string_view where);
 // Reads only the head of the record at offset (length is its record_len).
-Result<RecordHead> ReadRecordHeadAt(int fd, uint64_t offset, uint64_t length, std::string_view where);
+Result<RecordHead> ReadRecordHeadAt(int fd, uint64_t offset, uint64_t length,
+                                    std::string_view where);
 
 }  // namespace ds::native

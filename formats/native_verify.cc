@@ -1,9 +1,8 @@
 #include "formats/native_verify.h"
 
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <optional>
@@ -55,8 +54,9 @@ class ShardChecker {
     if (!size.ok()) return Problem(0, "", size.status().message());
     size_ = *size;
     if (size_ != meta.size) {
-      Problem(size_, "", fmt::format("file is {} bytes, manifest says {} (truncated or appended)",
-                                     size_, meta.size));
+      Problem(size_, "",
+              fmt::format("file is {} bytes, manifest says {} (truncated or appended)", size_,
+                          meta.size));
     }
     HashPass(meta);
     StructurePass(shard_no, meta, key_digest);
@@ -86,8 +86,9 @@ class ShardChecker {
     }
     r_->bytes += size_;
     if (h.Digest() != meta.xxh3) {
-      Problem(0, "", fmt::format("whole-file xxh3 {} does not match the manifest's {}",
-                                 HexU64(h.Digest()), HexU64(meta.xxh3)));
+      Problem(0, "",
+              fmt::format("whole-file xxh3 {} does not match the manifest's {}", HexU64(h.Digest()),
+                          HexU64(meta.xxh3)));
     }
   }
 
@@ -158,9 +159,11 @@ class ShardChecker {
     if (!hdr.ok()) {
       Problem(0, "", After(hdr.status().message(), name_));
     } else if (hdr->shard_number != shard_no || hdr->first_sample != first || hdr->align != align) {
-      Problem(0, "", fmt::format("header says shard {} first sample {} align {}; manifest says "
-                                 "shard {} first sample {} align {}", hdr->shard_number,
-                                 hdr->first_sample, hdr->align, shard_no, first, align));
+      Problem(
+          0, "",
+          fmt::format("header says shard {} first sample {} align {}; manifest says "
+                      "shard {} first sample {} align {}",
+                      hdr->shard_number, hdr->first_sample, hdr->align, shard_no, first, align));
     }
     uint64_t start = AlignUp(kShardHeaderSize, align);
     if (start > size_ || !ZerosAt(kShardHeaderSize, start - kShardHeaderSize)) {
@@ -170,16 +173,17 @@ class ShardChecker {
     if (reader.ok()) {
       const auto& index = reader->index();
       if (index.size() != meta.samples) {
-        Problem(size_ - kFooterSize, "", fmt::format("footer counts {} records, manifest says {}",
-                                                     index.size(), meta.samples));
+        Problem(
+            size_ - kFooterSize, "",
+            fmt::format("footer counts {} records, manifest says {}", index.size(), meta.samples));
       }
       for (uint64_t i = 0; i < index.size(); i++) {
         const IndexEntry& e = index[i];
         uint64_t index_offset = size_ - kFooterSize - index.size() * kIndexEntrySize;
         auto len = CheckRecord(e.offset, index_offset, first + i, key_digest);
         if (len && *len != e.length) {
-          Problem(e.offset, "", fmt::format("record_len {} disagrees with the index ({})", *len,
-                                            e.length));
+          Problem(e.offset, "",
+                  fmt::format("record_len {} disagrees with the index ({})", *len, e.length));
         }
         uint64_t end = e.offset + e.length;
         uint64_t next = i + 1 < index.size() ? index[i + 1].offset : index_offset;
@@ -187,9 +191,10 @@ class ShardChecker {
         if (gi_ && first + i < gi_->size()) {
           GlobalEntry g = gi_->entry(first + i);
           if (g.shard != shard_no || g.offset != e.offset || g.length != e.length) {
-            Problem(e.offset, "", fmt::format("global index entry for sample {} disagrees "
-                                              "(shard {}, offset {}, length {})", first + i,
-                                              g.shard, g.offset, g.length));
+            Problem(e.offset, "",
+                    fmt::format("global index entry for sample {} disagrees "
+                                "(shard {}, offset {}, length {})",
+                                first + i, g.shard, g.offset, g.length));
           }
         }
         r_->records++;
@@ -230,9 +235,10 @@ void CheckWholeFileHash(const std::string& path, const FileMeta& meta, VerifyRep
     return;
   }
   if (data->size() != meta.size || Xxh3_64(*data) != meta.xxh3) {
-    r->problems.push_back(fmt::format("{}: offset 0: size {} / xxh3 {} do not match the manifest "
-                                      "({} / {})", meta.name, data->size(),
-                                      HexU64(Xxh3_64(*data)), meta.size, HexU64(meta.xxh3)));
+    r->problems.push_back(
+        fmt::format("{}: offset 0: size {} / xxh3 {} do not match the manifest "
+                    "({} / {})",
+                    meta.name, data->size(), HexU64(Xxh3_64(*data)), meta.size, HexU64(meta.xxh3)));
   }
 }
 
@@ -270,8 +276,9 @@ Status VerifyDataset(const std::string& dir, VerifyReport* report, const VerifyP
       table_digest += PairMix(hash, sample);
     }
     if (!sorted || table_digest != shard_digest) {
-      report->problems.push_back(m.index.name + ": key table does not match the keys stored in "
-                                                "the shards");
+      report->problems.push_back(m.index.name +
+                                 ": key table does not match the keys stored in "
+                                 "the shards");
     }
   }
   if (!m.label_field.empty()) {

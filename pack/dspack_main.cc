@@ -1,9 +1,9 @@
 // dspack: pack datasets into sequential shards, inspect and verify them (docs/cli.md).
 // Parses flags and calls the pack/ library; exit codes: 0 ok, 1 bad data, 2 usage/environment.
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <new>
 #include <thread>
@@ -56,8 +56,9 @@ int main(int argc, char** argv) try {
   CLI::App app{"dspack: pack ML datasets into verified sequential shards"};
   app.set_version_flag("--version", std::string("dspack ") + DSPACK_VERSION);
   app.require_subcommand(1);
-  app.footer("Exit codes: 0 success, 1 bad data (corrupt dataset, unreadable input), "
-             "2 usage or environment error.\nDocs: docs/cli.md");
+  app.footer(
+      "Exit codes: 0 success, 1 bad data (corrupt dataset, unreadable input), "
+      "2 usage or environment error.\nDocs: docs/cli.md");
 
   // convert
   ds::ConvertOptions co;
@@ -71,12 +72,14 @@ int main(int argc, char** argv) try {
   conv->add_option("--shard-size", shard_size, "Target shard size, e.g. 256MiB, 1GB")
       ->capture_default_str();
   conv->add_option("--threads", co.threads, "Files read in parallel")->capture_default_str();
-  conv->add_option("--align", align, "Align record starts, e.g. 4k (1 = none)")->capture_default_str();
+  conv->add_option("--align", align, "Align record starts, e.g. 4k (1 = none)")
+      ->capture_default_str();
   conv->add_flag("--label-from-dir", co.label_from_dir,
                  "Add a 'cls' field: index of the top-level class folder (writes classes.txt)");
   conv->add_option("--include", co.include, "Only files matching this glob (repeatable)");
   conv->add_option("--exclude", co.exclude, "Leave out files matching this glob (repeatable)");
-  auto* seed_opt = conv->add_option("--shuffle-seed", seed, "Write samples in a seeded random order");
+  auto* seed_opt =
+      conv->add_option("--shuffle-seed", seed, "Write samples in a seeded random order");
   conv->add_option("--on-error", on_error, "On a bad input: fail (stop) or skip (count, list)")
       ->check(CLI::IsMember({"fail", "skip"}))
       ->capture_default_str();
@@ -87,7 +90,8 @@ int main(int argc, char** argv) try {
   // inspection
   ds::InspectOptions io;
   std::string dataset, key, field, dir;
-  auto* verify = app.add_subcommand("verify", "Check every byte of a dataset (exit 1 on corruption)");
+  auto* verify =
+      app.add_subcommand("verify", "Check every byte of a dataset (exit 1 on corruption)");
   verify->add_option("DATASET", dataset)->required();
   verify->add_flag("--json", io.json, "Report as JSON");
   verify->add_flag("-q,--quiet", io.quiet, "Print problems only");
@@ -141,7 +145,8 @@ int main(int argc, char** argv) try {
         !SizeFlag(align, "--align", &a, &rc)) {
       return rc;
     }
-    if (a > (1u << 30)) return Fail(ds::Status(ds::Code::kInvalidArgument, "--align: at most 1GiB"));
+    if (a > (1u << 30))
+      return Fail(ds::Status(ds::Code::kInvalidArgument, "--align: at most 1GiB"));
     co.align = static_cast<uint32_t>(a == 0 ? 1 : a);
     if (*seed_opt) co.shuffle_seed = seed;
     co.on_error = on_error == "skip" ? ds::OnError::kSkip : ds::OnError::kFail;
@@ -149,8 +154,10 @@ int main(int argc, char** argv) try {
     ds::ConvertReport report;
     ds::Status s = ds::Convert(co, &report);
     if (!s.ok()) return Fail(s);
-    if (json) std::printf("%s\n", report.ToJson().dump(2).c_str());
-    else if (!quiet) std::fputs(ConvertSummary(co, report).c_str(), stdout);
+    if (json)
+      std::printf("%s\n", report.ToJson().dump(2).c_str());
+    else if (!quiet)
+      std::fputs(ConvertSummary(co, report).c_str(), stdout);
     return 0;
   }
   ds::Status s;

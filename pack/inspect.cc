@@ -1,10 +1,9 @@
 #include "pack/inspect.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <fmt/format.h>
 
 #include <chrono>
 #include <filesystem>
@@ -18,8 +17,8 @@
 
 namespace ds {
 
-using nlohmann::json;
 using native::Dataset;
+using nlohmann::json;
 
 namespace {
 
@@ -29,8 +28,8 @@ void Print(std::FILE* out, const std::string& s) { std::fwrite(s.data(), 1, s.si
 // extraction directory.
 Result<std::vector<std::string>> SafeComponents(const std::string& path) {
   auto bad = [&](std::string_view why) {
-    return Status(Code::kCorruption, fmt::format("refusing to extract '{}': {}", EscapeBytes(path),
-                                                 why));
+    return Status(Code::kCorruption,
+                  fmt::format("refusing to extract '{}': {}", EscapeBytes(path), why));
   };
   if (path.empty()) return bad("empty path");
   if (path[0] == '/') return bad("absolute path");
@@ -49,7 +48,8 @@ Result<std::vector<std::string>> SafeComponents(const std::string& path) {
 }
 
 // Opens (creating as needed) the parent directory of parts under root, never following symlinks.
-Result<OwnedFd> OpenParent(int root, const std::vector<std::string>& parts, const std::string& path) {
+Result<OwnedFd> OpenParent(int root, const std::vector<std::string>& parts,
+                           const std::string& path) {
   OwnedFd cur(::dup(root));
   for (size_t i = 0; i + 1 < parts.size(); i++) {
     int fd = ::openat(cur.get(), parts[i].c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -104,7 +104,8 @@ Status Info(const std::string& dataset, const InspectOptions& o, std::FILE* out)
     s += fmt::format("labels:    field '{}', {} classes ({})\n", m.label_field, m.class_count,
                      native::kClassesName);
   }
-  if (!m.skipped.empty()) s += fmt::format("skipped:   {} inputs (see manifest.json)\n", m.skipped.size());
+  if (!m.skipped.empty())
+    s += fmt::format("skipped:   {} inputs (see manifest.json)\n", m.skipped.size());
   Print(out, s);
   return Status::Ok();
 }
@@ -131,7 +132,8 @@ Status Cat(const std::string& dataset, const std::string& key, const std::string
   DS_ASSIGN_OR_RETURN(auto found, ds->Find(key));
   if (!found) {
     return Status(Code::kNotFound, fmt::format("{}: no sample with key '{}' (list keys with "
-                                               "`dspack ls {}`)", dataset, EscapeBytes(key), dataset));
+                                               "`dspack ls {}`)",
+                                               dataset, EscapeBytes(key), dataset));
   }
   DS_ASSIGN_OR_RETURN(native::RecordHead h, ds->Head(*found));
   std::string names;
@@ -142,8 +144,9 @@ Status Cat(const std::string& dataset, const std::string& key, const std::string
   }
   if (field.empty() && h.fields.size() == 1) want = 0;
   if (want == h.fields.size()) {
-    return Status(Code::kInvalidArgument,
-                  fmt::format("key '{}' has fields {}; choose one with --field", EscapeBytes(key), names));
+    return Status(
+        Code::kInvalidArgument,
+        fmt::format("key '{}' has fields {}; choose one with --field", EscapeBytes(key), names));
   }
   DS_ASSIGN_OR_RETURN(Sample s, ds->Get(*found));  // checks the data checksum before output
   const std::string& data = s.fields[want].data;
@@ -236,7 +239,8 @@ Status Extract(const std::string& dataset, const std::string& dir, const Inspect
                            FormatBytes(bytes), ds->size(), dir));
   }
   if (refused > 0) {
-    return Status(Code::kCorruption, fmt::format("{} samples refused (unsafe paths listed above)", refused));
+    return Status(Code::kCorruption,
+                  fmt::format("{} samples refused (unsafe paths listed above)", refused));
   }
   return Status::Ok();
 }
@@ -246,14 +250,14 @@ Status Verify(const std::string& dataset, const InspectOptions& o, std::FILE* ou
   native::VerifyReport r;
   {
     Progress progress(o.progress, "records", 0);
-    DS_RETURN_IF_ERROR(native::VerifyDataset(dataset, &r, [&](uint64_t recs, uint64_t bytes) {
-      progress.Update(recs, bytes);
-    }));
+    DS_RETURN_IF_ERROR(native::VerifyDataset(
+        dataset, &r, [&](uint64_t recs, uint64_t bytes) { progress.Update(recs, bytes); }));
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {
-    json j = {{"path", dataset}, {"ok", r.ok()}, {"shards", r.shards}, {"records", r.records},
-              {"bytes", r.bytes}, {"seconds", secs}, {"problems", r.problems}};
+    json j = {{"path", dataset},       {"ok", r.ok()},     {"shards", r.shards},
+              {"records", r.records},  {"bytes", r.bytes}, {"seconds", secs},
+              {"problems", r.problems}};
     Print(out, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
   } else {
     for (const auto& p : r.problems) Print(out, p + "\n");
@@ -265,7 +269,8 @@ Status Verify(const std::string& dataset, const InspectOptions& o, std::FILE* ou
     }
   }
   if (!r.ok()) {
-    return Status(Code::kCorruption, fmt::format("{}: {} problems found", dataset, r.problems.size()));
+    return Status(Code::kCorruption,
+                  fmt::format("{}: {} problems found", dataset, r.problems.size()));
   }
   return Status::Ok();
 }

@@ -1,9 +1,8 @@
 #include "pack/packer.h"
 
 #include <fcntl.h>
-#include <sys/stat.h>
-
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <tbb/global_control.h>
 #include <tbb/parallel_pipeline.h>
 #include <tbb/task_arena.h>
@@ -11,6 +10,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
+#include <cstdlib>
 #include <memory>
 
 #include "formats/dir_source.h"
@@ -33,10 +34,14 @@ std::vector<uint64_t> ShufflePermutation(uint64_t n, uint64_t seed) {
 }
 
 json ConvertReport::ToJson() const {
-  return {{"samples", samples},         {"files", files},
-          {"payload_bytes", payload_bytes}, {"shards", shards},
-          {"bytes_written", bytes_written}, {"skipped", skipped},
-          {"classes", classes},         {"scan_seconds", scan_seconds},
+  return {{"samples", samples},
+          {"files", files},
+          {"payload_bytes", payload_bytes},
+          {"shards", shards},
+          {"bytes_written", bytes_written},
+          {"skipped", skipped},
+          {"classes", classes},
+          {"scan_seconds", scan_seconds},
           {"seconds", total_seconds},
           {"files_per_sec", total_seconds > 0 ? files / total_seconds : 0},
           {"bytes_per_sec", total_seconds > 0 ? payload_bytes / total_seconds : 0}};
@@ -45,7 +50,9 @@ json ConvertReport::ToJson() const {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
 
 struct Loaded {
   uint64_t sample = 0;
@@ -85,7 +92,8 @@ struct Labels {
     if (slash == std::string_view::npos) {
       return Status(Code::kBadInput, fmt::format("{}: not inside a class folder, so "
                                                  "--label-from-dir cannot label it; move it into "
-                                                 "one or --exclude it", EscapeBytes(key)));
+                                                 "one or --exclude it",
+                                                 EscapeBytes(key)));
     }
     auto it = std::lower_bound(names.begin(), names.end(), key.substr(0, slash));
     return std::to_string(it - names.begin());
@@ -101,8 +109,9 @@ class Packer {
     struct stat st;
     if (::stat(o_.src.c_str(), &st) != 0) return Status::FromErrno(errno, o_.src, Code::kBadInput);
     if (!S_ISDIR(st.st_mode)) {
-      return Status(Code::kBadInput, o_.src + ": not a directory (archives arrive in a later "
-                                              "release); give a directory tree");
+      return Status(Code::kBadInput, o_.src +
+                                         ": not a directory (archives arrive in a later "
+                                         "release); give a directory tree");
     }
     native::DatasetOptions dopt;
     dopt.shard_size = o_.shard_size;
@@ -110,6 +119,7 @@ class Packer {
     dopt.force = o_.force;
     dopt.creation_options = CreationOptions();
     DS_ASSIGN_OR_RETURN(writer_, native::DatasetWriter::Create(o_.out, dopt));
+    DS_RETURN_IF_ERROR(CheckOutsideSource());
 
     auto on_scan_error = [&](std::string_view path, const Status& s) -> Status {
       if (o_.on_error == OnError::kFail) return s.Prefixed(o_.src);
@@ -141,6 +151,20 @@ class Packer {
   }
 
  private:
+  // OUT inside SRC would pack the dataset into itself.
+  Status CheckOutsideSource() const {
+    char src[PATH_MAX], out[PATH_MAX];
+    if (!::realpath(o_.src.c_str(), src) || !::realpath(o_.out.c_str(), out)) return Status::Ok();
+    std::string s(src), d(out);
+    if (d == s || d.rfind(s + "/", 0) == 0) {
+      return Status(Code::kInvalidArgument,
+                    fmt::format("OUT {} is inside SRC {}; choose an output directory outside the "
+                                "source tree",
+                                o_.out, o_.src));
+    }
+    return Status::Ok();
+  }
+
   json CreationOptions() const {
     json j = {{"source", o_.src},
               {"shard_size", o_.shard_size},
@@ -168,8 +192,8 @@ class Packer {
       std::string path(tree_.path(f));
       auto in = InputFile::Open(root_.get(), path, kInlineLimit);
       if (!in.ok()) {
-        l->status = Status(Code::kBadInput, o_.src + "/" + in.status().message(),
-                           in.status().err());
+        l->status =
+            Status(Code::kBadInput, o_.src + "/" + in.status().message(), in.status().err());
         l->bad_path = path;
         break;
       }

@@ -90,7 +90,8 @@ uint64_t Xxh3Hasher::Digest() const {
 }
 
 void Xxh3Hasher::CopyFrom(const Xxh3Hasher& other) {
-  XXH3_copyState(static_cast<XXH3_state_t*>(state_), static_cast<const XXH3_state_t*>(other.state_));
+  XXH3_copyState(static_cast<XXH3_state_t*>(state_),
+                 static_cast<const XXH3_state_t*>(other.state_));
 }
 
 std::string HexU64(uint64_t v) {

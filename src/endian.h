@@ -7,9 +7,21 @@
 
 namespace ds {
 
-inline uint16_t LoadLE16(const void* p) { uint16_t v; std::memcpy(&v, p, 2); return v; }
-inline uint32_t LoadLE32(const void* p) { uint32_t v; std::memcpy(&v, p, 4); return v; }
-inline uint64_t LoadLE64(const void* p) { uint64_t v; std::memcpy(&v, p, 8); return v; }
+inline uint16_t LoadLE16(const void* p) {
+  uint16_t v;
+  std::memcpy(&v, p, 2);
+  return v;
+}
+inline uint32_t LoadLE32(const void* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+inline uint64_t LoadLE64(const void* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
 inline void StoreLE16(void* p, uint16_t v) { std::memcpy(p, &v, 2); }
 inline void StoreLE32(void* p, uint32_t v) { std::memcpy(p, &v, 4); }
 inline void StoreLE64(void* p, uint64_t v) { std::memcpy(p, &v, 8); }

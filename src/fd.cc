@@ -34,8 +34,9 @@ Status ReadFullAt(int fd, void* buf, size_t n, uint64_t offset, std::string_view
     ssize_t r = ::pread(fd, p + done, n - done, static_cast<off_t>(offset + done));
     if (r < 0) {
       if (errno == EINTR) continue;
-      return Status::FromErrno(errno, std::string(what) + ": read at offset " +
-                                          std::to_string(offset + done), Code::kBadInput);
+      return Status::FromErrno(
+          errno, std::string(what) + ": read at offset " + std::to_string(offset + done),
+          Code::kBadInput);
     }
     if (r == 0) {
       return Status(Code::kCorruption, std::string(what) + ": truncated: wanted " +

@@ -10,8 +10,9 @@ namespace ds {
 
 Result<uint64_t> ParseSize(std::string_view text) {
   auto bad = [&](std::string_view why) {
-    return Status(Code::kInvalidArgument,
-                  fmt::format("invalid size '{}': {} (examples: 4096, 4k, 1MiB, 256MB)", text, why));
+    return Status(
+        Code::kInvalidArgument,
+        fmt::format("invalid size '{}': {} (examples: 4096, 4k, 1MiB, 256MB)", text, why));
   };
   std::string s(text);
   if (s.size() >= 2 && s.substr(s.size() - 2) == "/s") s.resize(s.size() - 2);
@@ -29,18 +30,30 @@ Result<uint64_t> ParseSize(std::string_view text) {
   std::string unit;
   for (char c : s.substr(i)) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   double mult;
-  if (unit.empty() || unit == "b") mult = 1;
-  else if (unit == "k" || unit == "kib" || unit == "ki") mult = 0x1p10;
-  else if (unit == "m" || unit == "mib" || unit == "mi") mult = 0x1p20;
-  else if (unit == "g" || unit == "gib" || unit == "gi") mult = 0x1p30;
-  else if (unit == "t" || unit == "tib" || unit == "ti") mult = 0x1p40;
-  else if (unit == "p" || unit == "pib" || unit == "pi") mult = 0x1p50;
-  else if (unit == "kb") mult = 1e3;
-  else if (unit == "mb") mult = 1e6;
-  else if (unit == "gb") mult = 1e9;
-  else if (unit == "tb") mult = 1e12;
-  else if (unit == "pb") mult = 1e15;
-  else return bad("unknown unit '" + s.substr(i) + "'");
+  if (unit.empty() || unit == "b")
+    mult = 1;
+  else if (unit == "k" || unit == "kib" || unit == "ki")
+    mult = 0x1p10;
+  else if (unit == "m" || unit == "mib" || unit == "mi")
+    mult = 0x1p20;
+  else if (unit == "g" || unit == "gib" || unit == "gi")
+    mult = 0x1p30;
+  else if (unit == "t" || unit == "tib" || unit == "ti")
+    mult = 0x1p40;
+  else if (unit == "p" || unit == "pib" || unit == "pi")
+    mult = 0x1p50;
+  else if (unit == "kb")
+    mult = 1e3;
+  else if (unit == "mb")
+    mult = 1e6;
+  else if (unit == "gb")
+    mult = 1e9;
+  else if (unit == "tb")
+    mult = 1e12;
+  else if (unit == "pb")
+    mult = 1e15;
+  else
+    return bad("unknown unit '" + s.substr(i) + "'");
   double v = num * mult;
   if (!(v < 0x1p63)) return bad("too large");
   if (v != std::floor(v)) return bad("not a whole number of bytes");

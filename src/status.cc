@@ -6,15 +6,24 @@ namespace ds {
 
 std::string_view CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "ok";
-    case Code::kInvalidArgument: return "invalid argument";
-    case Code::kNotFound: return "not found";
-    case Code::kAlreadyExists: return "already exists";
-    case Code::kCorruption: return "corruption";
-    case Code::kBadInput: return "bad input";
-    case Code::kIOError: return "io error";
-    case Code::kNoSpace: return "no space";
-    case Code::kUnsupported: return "unsupported";
+    case Code::kOk:
+      return "ok";
+    case Code::kInvalidArgument:
+      return "invalid argument";
+    case Code::kNotFound:
+      return "not found";
+    case Code::kAlreadyExists:
+      return "already exists";
+    case Code::kCorruption:
+      return "corruption";
+    case Code::kBadInput:
+      return "bad input";
+    case Code::kIOError:
+      return "io error";
+    case Code::kNoSpace:
+      return "no space";
+    case Code::kUnsupported:
+      return "unsupported";
   }
   return "unknown";
 }
@@ -42,10 +51,13 @@ Status Status::Prefixed(std::string_view prefix) const {
 
 int ExitCode(const Status& s) {
   switch (s.code()) {
-    case Code::kOk: return 0;
+    case Code::kOk:
+      return 0;
     case Code::kCorruption:
-    case Code::kBadInput: return 1;
-    default: return 2;
+    case Code::kBadInput:
+      return 1;
+    default:
+      return 2;
   }
 }
 

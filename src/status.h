@@ -66,7 +66,7 @@ int ExitCode(const Status& s);
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT(google-explicit-constructor)
+  Result(T value) : v_(std::move(value)) {}         // NOLINT(google-explicit-constructor)
   Result(Status status) : v_(std::move(status)) {}  // NOLINT REQUIRES: !status.ok()
 
   bool ok() const { return v_.index() == 0; }
@@ -91,10 +91,10 @@ class [[nodiscard]] Result {
 #define DS_CONCAT_INNER_(a, b) a##b
 #define DS_CONCAT_(a, b) DS_CONCAT_INNER_(a, b)
 
-#define DS_RETURN_IF_ERROR(expr)               \
-  do {                                         \
-    ::ds::Status ds_status_ = (expr);          \
-    if (!ds_status_.ok()) return ds_status_;   \
+#define DS_RETURN_IF_ERROR(expr)             \
+  do {                                       \
+    ::ds::Status ds_status_ = (expr);        \
+    if (!ds_status_.ok()) return ds_status_; \
   } while (0)
 
 #define DS_ASSIGN_OR_RETURN_IMPL_(tmp, lhs, expr) \

@@ -1,8 +1,8 @@
-#include <catch2/catch.hpp>
+#include "src/checksum.h"
 
+#include <catch2/catch.hpp>
 #include <string>
 
-#include "src/checksum.h"
 #include "src/random.h"
 
 using namespace ds;
@@ -13,8 +13,9 @@ TEST_CASE("crc32c matches RFC 3720 B.4 vectors", "[core]") {
     inc[i] = static_cast<char>(i);
     dec[i] = static_cast<char>(31 - i);
   }
-  for (auto fn : {+[](std::string_view s) { return Crc32c(s); },
-                  +[](std::string_view s) { return Crc32cSoftwareExtend(0, s.data(), s.size()); }}) {
+  for (auto fn :
+       {+[](std::string_view s) { return Crc32c(s); },
+        +[](std::string_view s) { return Crc32cSoftwareExtend(0, s.data(), s.size()); }}) {
     CHECK(fn(zeros) == 0x8a9136aau);
     CHECK(fn(ones) == 0x62a8ab43u);
     CHECK(fn(inc) == 0x46dd794eu);

@@ -1,6 +1,6 @@
-#include <catch2/catch.hpp>
-
 #include "src/human.h"
+
+#include <catch2/catch.hpp>
 
 using namespace ds;
 

@@ -1,9 +1,10 @@
-#include <catch2/catch.hpp>
+#include "src/status.h"
 
 #include <fcntl.h>
 
+#include <catch2/catch.hpp>
+
 #include "src/fd.h"
-#include "src/status.h"
 #include "test_util.h"
 
 using namespace ds;

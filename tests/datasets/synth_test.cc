@@ -1,9 +1,9 @@
-#include <catch2/catch.hpp>
+#include "datasets/synth.h"
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <map>
 
-#include "datasets/synth.h"
 #include "src/checksum.h"
 #include "test_util.h"
 

@@ -17,6 +17,9 @@ expect_err "power of two"
 expect_exit 2 "$DSPACK" convert src out --on-error maybe
 expect_exit 2 "$DSPACK" convert no-such-dir out
 expect_err "no-such-dir"
+expect_exit 2 "$DSPACK" convert src src/inner
+expect_err "inside SRC"
+[ -e src/inner ] && fail "a refused OUT inside SRC must not be left behind"
 expect_exit 2 "$DSPACK" synth imagenet-like x --samples 1 --seed 1 --threads 1 --bogus
 pass "usage errors exit 2 with a message"
 

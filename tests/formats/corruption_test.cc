@@ -1,7 +1,6 @@
 // Flips every byte and truncates at every length of a small dataset, and checks that verify
 // reports each and that readers return errors instead of crashing (ASan build: no overreads).
 #include <catch2/catch.hpp>
-
 #include <filesystem>
 
 #include "formats/native_dataset.h"

@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "formats/dir_source.h"
 
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "formats/dir_source.h"
 #include "test_util.h"
 
 using namespace ds;
@@ -16,8 +16,8 @@ Status Stop(std::string_view, const Status& s) { return s; }
 
 TEST_CASE("scan groups files by key in a deterministic order", "[formats]") {
   test::TempDir dir;
-  for (const char* f : {"b/x.jpg", "b/x.cls", "a/z.JPEG", "a/y.JPEG", "a/y.json", "top", "a-b.c",
-                        "a/y-1.JPEG"}) {
+  for (const char* f :
+       {"b/x.jpg", "b/x.cls", "a/z.JPEG", "a/y.JPEG", "a/y.json", "top", "a-b.c", "a/y-1.JPEG"}) {
     test::WriteFile(dir / f, f);
   }
   auto t = FileTree::Scan(dir.path(), {}, Stop);
@@ -35,7 +35,8 @@ TEST_CASE("scan groups files by key in a deterministic order", "[formats]") {
 
 TEST_CASE("include and exclude globs", "[formats]") {
   test::TempDir dir;
-  for (const char* f : {"a/1.jpg", "a/1.txt", "b/2.jpg", "b/sub/3.jpg"}) test::WriteFile(dir / f, "x");
+  for (const char* f : {"a/1.jpg", "a/1.txt", "b/2.jpg", "b/sub/3.jpg"})
+    test::WriteFile(dir / f, "x");
   DirScanOptions o;
   o.include = {"*.jpg"};
   o.exclude = {"b/sub/*"};

@@ -1,11 +1,11 @@
-#include <catch2/catch.hpp>
+#include "formats/native_dataset.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "formats/native_dataset.h"
 #include "formats/native_verify.h"
 #include "test_util.h"
 

@@ -1,7 +1,8 @@
+#include "formats/native_shard.h"
+
 #include <catch2/catch.hpp>
 
 #include "formats/native_format.h"
-#include "formats/native_shard.h"
 #include "src/checksum.h"
 #include "test_util.h"
 
@@ -46,9 +47,10 @@ TEST_CASE("shard writer and reader round-trip with alignment", "[formats]") {
     std::string path = dir / "s.dsr";
     auto w = ShardWriter::Create(path, ShardHeader{kFormatVersion, align, 3, 100});
     REQUIRE(w.ok());
-    std::vector<Sample> samples = {MakeSample("a", {{"txt", "hello"}}),
-                                   MakeSample("b", {{"bin", std::string(10000, 'z')}, {"cls", "7"}}),
-                                   MakeSample("c", {{"", ""}})};
+    std::vector<Sample> samples = {
+        MakeSample("a", {{"txt", "hello"}}),
+        MakeSample("b", {{"bin", std::string(10000, 'z')}, {"cls", "7"}}),
+        MakeSample("c", {{"", ""}})};
     for (const auto& s : samples) REQUIRE((*w)->AddRecord(s).ok());
     ShardSummary sum;
     REQUIRE((*w)->Finish(&sum).ok());

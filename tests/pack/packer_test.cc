@@ -1,14 +1,14 @@
-#include <catch2/catch.hpp>
+#include "pack/packer.h"
 
 #include <unistd.h>
 
+#include <catch2/catch.hpp>
 #include <filesystem>
 #include <set>
 
 #include "datasets/synth.h"
 #include "formats/native_dataset.h"
 #include "formats/native_verify.h"
-#include "pack/packer.h"
 #include "test_util.h"
 
 using namespace ds;

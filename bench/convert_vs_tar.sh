@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# dspack convert vs tar -cf on the same tree, in one run: cold (drop_caches, needs root) and warm,
+# median of ROUNDS runs each, with files/s, MB/s, peak RSS and the ratio to tar.
+#   bench/convert_vs_tar.sh [SAMPLES=20000] [ROUNDS=3]
+# Writes work files under ${BENCH_DIR:-/tmp/dspack-bench}. Needs a built build/pack/dspack.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${1:-20000}
+ROUNDS=${2:-3}
+DSPACK=${DSPACK:-$PWD/build/pack/dspack}
+W=${BENCH_DIR:-/tmp/dspack-bench}
+mkdir -p "$W"
+SRC="$W/imagenet-$N"
+if [ ! -f "$SRC.done" ]; then
+  rm -rf "$SRC"
+  "$DSPACK" synth imagenet-like "$SRC" --samples "$N" --seed 1 -q
+  touch "$SRC.done"
+fi
+BYTES=$(du -sb --apparent-size "$SRC" | cut -f1)
+can_drop=0
+if [ -w /proc/sys/vm/drop_caches ]; then can_drop=1; fi
+
+drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+# run NAME CMD...: prints "NAME seconds max_rss_kb"
+run() {
+  local name=$1; shift
+  rm -rf "$W/out.ds" "$W/out.tar"
+  /usr/bin/time -f "%e %M" -o "$W/time.txt" "$@" >/dev/null 2>"$W/err.txt" || { cat "$W/err.txt"; exit 1; }
+  echo "$name $(cat "$W/time.txt")"
+}
+
+results="$W/results.txt"
+: > "$results"
+for r in $(seq 1 "$ROUNDS"); do
+  for cache in cold warm; do
+    for tool in dspack tar; do
+      if [ "$cache" = cold ]; then
+        [ $can_drop = 1 ] || continue
+        drop
+      else
+        cat "$SRC"/*/* > /dev/null  # make sure the tree is cached
+      fi
+      if [ $tool = dspack ]; then
+        run "$cache-dspack" "$DSPACK" convert "$SRC" "$W/out.ds" -q >> "$results"
+      else
+        run "$cache-tar" tar -cf "$W/out.tar" -C "$W" "imagenet-$N" >> "$results"
+      fi
+    done
+  done
+done
+# The limit: the same bytes read as one sequential file (warm), via the packed dataset itself.
+"$DSPACK" convert "$SRC" "$W/seq.ds" -q --force --shard-size 64GiB
+for r in $(seq 1 "$ROUNDS"); do
+  cat "$W"/seq.ds/shard-*.dsr > /dev/null
+  /usr/bin/time -f "%e %M" -o "$W/time.txt" cat "$W"/seq.ds/shard-000000.dsr > /dev/null
+  echo "warm-seqread $(cat "$W/time.txt")" >> "$results"
+done
+rm -rf "$W/out.ds" "$W/out.tar" "$W/seq.ds"
+
+python3 - "$results" "$N" "$BYTES" "$ROUNDS" <<'PY'
+import statistics, sys
+path, n, b, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+runs = {}
+for line in open(path):
+    name, secs, rss = line.split()
+    runs.setdefault(name, []).append((float(secs), int(rss)))
+med = {k: statistics.median(s for s, _ in v) for k, v in runs.items()}
+rss = {k: max(r for _, r in v) for k, v in runs.items()}
+print(f"tree: {n} files, {b/1e6:.1f} MB; median of {rounds} runs each, measured in one invocation")
+print(f"{'run':<14}{'seconds':>9}{'files/s':>10}{'MB/s':>9}{'peak RSS':>10}{'vs tar':>8}")
+for k in ["cold-dspack", "cold-tar", "warm-dspack", "warm-tar", "warm-seqread"]:
+    if k not in med: continue
+    cache = k.split("-")[0]
+    ratio = med.get(f"{cache}-tar", 0) / med[k] if k.endswith("dspack") else None
+    print(f"{k:<14}{med[k]:>9.2f}{n/med[k]:>10.0f}{b/med[k]/1e6:>9.1f}{rss[k]/1024:>8.1f}MB"
+          + (f"{ratio:>7.2f}x" if ratio else ""))
+if "warm-seqread" in med and "warm-dspack" in med:
+    print(f"warm dspack / sequential-read limit: {med['warm-dspack']/med['warm-seqread']:.2f}x the time")
+PY
