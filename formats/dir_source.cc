@@ -224,14 +224,13 @@ Result<InputFile> InputFile::Open(int root_fd, const std::string& rel_path, uint
   f.size_ = static_cast<uint64_t>(st.st_size);
   if (f.size_ > inline_limit) return f;
   // Read one byte more than expected to notice a file that grew since fstat.
-  f.data_.resize(f.size_ + 1);
-  DS_ASSIGN_OR_RETURN(size_t n, ReadUpTo(f.fd_.get(), f.data_.data(), f.data_.size(), rel_path));
+  f.data_.reset(new char[f.size_ + 1]);
+  DS_ASSIGN_OR_RETURN(size_t n, ReadUpTo(f.fd_.get(), f.data_.get(), f.size_ + 1, rel_path));
   if (n != f.size_) {
     return Status(Code::kBadInput, fmt::format("{}: file changed size while being read ({} bytes "
                                                "at open, {} read); re-run once it is stable",
                                                EscapeBytes(rel_path), f.size_, n));
   }
-  f.data_.resize(n);
   f.fd_.reset();
   return f;
 }

@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -63,7 +64,7 @@ class InputFile {
   static Result<InputFile> Open(int root_fd, const std::string& rel_path, uint64_t inline_limit);
   uint64_t size() const { return size_; }
   bool is_inline() const { return !fd_.valid(); }
-  std::string& data() { return data_; }  // inline content
+  std::string_view data() const { return {data_.get(), is_inline() ? size_ : 0}; }  // inline
   // Streams the next chunk of a non-inline file into buf (up to cap); returns bytes read, 0 at
   // the declared end. A file that ends early or grows is kBadInput.
   Result<size_t> ReadChunk(char* buf, size_t cap);
@@ -73,7 +74,7 @@ class InputFile {
   OwnedFd fd_;
   uint64_t size_ = 0;
   uint64_t pos_ = 0;
-  std::string data_;
+  std::unique_ptr<char[]> data_;  // not zero-filled: it is read into at once
 };
 
 bool GlobMatch(const std::string& pattern, std::string_view rel_path);

@@ -8,6 +8,7 @@
 
 #include "src/checksum.h"
 #include "src/endian.h"
+#include "src/file_writer.h"
 
 namespace ds::native {
 

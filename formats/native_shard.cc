@@ -22,8 +22,11 @@ ShardWriter::~ShardWriter() {
 
 Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& path,
                                                          const ShardHeader& header) {
-  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_WRONLY | O_CREAT | O_EXCL, 0644));
-  std::unique_ptr<ShardWriter> w(new ShardWriter(path, FileWriter(std::move(fd), path), header));
+  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_RDWR | O_CREAT | O_EXCL, 0644));
+  FileWriter file(std::move(fd), path);
+  file.EnableDirect();  // falls back to buffered + writeback where O_DIRECT is refused
+  file.EnableWriteback();
+  std::unique_ptr<ShardWriter> w(new ShardWriter(path, std::move(file), header));
   DS_RETURN_IF_ERROR(w->Put(EncodeShardHeader(header)));
   return w;
 }

@@ -23,6 +23,7 @@
 #include "src/checksum.h"
 #include "src/endian.h"
 #include "src/fd.h"
+#include "src/file_writer.h"
 #include "src/status.h"
 
 namespace ds::native {

@@ -3,12 +3,8 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
-#include <tbb/global_control.h>
-#include <tbb/parallel_pipeline.h>
-#include <tbb/task_arena.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -18,6 +14,7 @@
 #include "formats/native_dataset.h"
 #include "src/fd.h"
 #include "src/human.h"
+#include "src/ordered_workers.h"
 #include "src/progress.h"
 #include "src/random.h"
 
@@ -257,41 +254,21 @@ class Packer {
   }
 
   void RunPipeline() {
-    uint64_t n = tree_.sample_count();
-    uint64_t next = 0;
     int threads = std::max(1, o_.threads);
-    tbb::global_control gc(tbb::global_control::max_allowed_parallelism,
-                           static_cast<size_t>(threads) + 1);
-    tbb::task_arena arena(threads);
-    arena.execute([&] {
-      tbb::parallel_pipeline(
-          static_cast<size_t>(threads) * 4,
-          tbb::make_filter<void, uint64_t>(tbb::filter_mode::serial_in_order,
-                                           [&](tbb::flow_control& fc) -> uint64_t {
-                                             if (next >= n || stop_.load()) {
-                                               fc.stop();
-                                               return 0;
-                                             }
-                                             return next++;
-                                           }) &
-              tbb::make_filter<uint64_t, std::shared_ptr<Loaded>>(
-                  tbb::filter_mode::parallel,
-                  [&](uint64_t i) { return std::shared_ptr<Loaded>(Load(i)); }) &
-              tbb::make_filter<std::shared_ptr<Loaded>, void>(
-                  tbb::filter_mode::serial_in_order, [&](std::shared_ptr<Loaded> l) {
-                    if (stop_.load()) return;
-                    Status s = Write(*l);
-                    if (s.ok()) return;
-                    if (!error_.ok()) {
-                      stop_ = true;
-                    } else if (o_.on_error == OnError::kSkip) {
-                      Skip(l->bad_path, s);
-                    } else {
-                      error_ = s;
-                      stop_ = true;
-                    }
-                  }));
-    });
+    RunOrdered<std::unique_ptr<Loaded>>(
+        tree_.sample_count(), threads, static_cast<size_t>(threads) * 4,
+        [&](uint64_t i) { return Load(i); },
+        [&](uint64_t, std::unique_ptr<Loaded>& l) {
+          Status s = Write(*l);
+          if (s.ok()) return true;
+          if (!error_.ok()) return false;  // output error: always fatal
+          if (o_.on_error == OnError::kFail) {
+            error_ = s;
+            return false;
+          }
+          Skip(l->bad_path, s);
+          return true;
+        });
   }
 
   const ConvertOptions& o_;
@@ -304,7 +281,6 @@ class Packer {
   std::unique_ptr<Progress> progress_;
   std::string chunk_;
   uint64_t files_done_ = 0;
-  std::atomic<bool> stop_{false};
   Status error_;
 };
 

@@ -1,13 +1,14 @@
 // The packer: `dspack convert SRC OUT` for directory trees (docs/cli.md#convert).
 //
-// Pipeline (TBB parallel_pipeline, `threads` workers, 4 tokens per worker):
+// Pipeline (RunOrdered, src/ordered_workers.h: `threads` readers, 4 samples in flight each):
 //   1. scan (serial, before the pipeline): FileTree::Scan lists and groups the files;
 //      --shuffle-seed permutes the sample order (Fisher-Yates on xoshiro, platform-independent).
 //   2. read (parallel): open + fstat + read each file of a sample; files larger than
 //      kInlineLimit stay open and are streamed by stage 3 instead of being held in memory.
 //   3. write (serial, in order): DatasetWriter computes CRCs and hashes and writes shards.
 // Output depends only on the input and options, never on `threads` (stage 3 is in order).
-// Memory is bounded by tokens x kInlineLimit plus the compact file list, whatever the data size.
+// Memory is bounded by 4 x threads x kInlineLimit plus the compact file list, whatever the data
+// size.
 //
 // Errors: under OnError::kFail the first bad input stops the run, the writer is abandoned and
 // nothing is left under a final name. Under kSkip, a sample with any unreadable file is left out,

@@ -2,8 +2,6 @@
 //
 // OwnedFd: a move-only owner of a file descriptor; closes on destruction.
 // MappedFile: a move-only read-only mmap of a whole file (empty files map to nothing).
-// FileWriter: appends to a file through a user-space buffer and tracks the logical size; the
-//   owner must call Close() (which flushes) to learn about a failed final write.
 // All functions return Status with the path in the message; short reads at EOF are reported as
 // kCorruption ("truncated") because callers only read what a format says must exist.
 //
@@ -80,32 +78,6 @@ class MappedFile {
 
  private:
   uint8_t* data_ = nullptr;
-  uint64_t size_ = 0;
-};
-
-class FileWriter {
- public:
-  static constexpr size_t kDefaultBuffer = 4 << 20;
-  FileWriter(OwnedFd fd, std::string name, size_t buffer_size = kDefaultBuffer);
-  FileWriter(FileWriter&&) = default;
-  FileWriter& operator=(FileWriter&&) = default;
-
-  Status Append(std::string_view data);
-  Status AppendZeros(uint64_t n);
-  Status Flush();
-  // Flush + fsync (if `sync`) + close. The writer is unusable afterwards.
-  Status Close(bool sync);
-  uint64_t size() const { return size_; }
-  const std::string& name() const { return name_; }
-  int fd() const { return fd_.get(); }
-  // Drops buffered bytes and truncates the file to `size` (REQUIRES: size <= size()).
-  Status TruncateTo(uint64_t size);
-
- private:
-  OwnedFd fd_;
-  std::string name_;
-  std::string buf_;
-  size_t cap_;
   uint64_t size_ = 0;
 };
 

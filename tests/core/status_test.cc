@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include "src/fd.h"
+#include "src/file_writer.h"
 #include "test_util.h"
 
 using namespace ds;
@@ -46,15 +47,31 @@ TEST_CASE("ReadFullAt reports truncation as corruption with the offset", "[core]
 
 TEST_CASE("FileWriter buffers, truncates back and writes atomically", "[core]") {
   test::TempDir dir;
-  auto fd = OpenFile(dir / "w", O_WRONLY | O_CREAT | O_EXCL);
-  REQUIRE(fd.ok());
-  FileWriter w(std::move(fd).value(), dir / "w", 16);
-  REQUIRE(w.Append("hello ").ok());
-  REQUIRE(w.Append(std::string(40, 'x')).ok());
-  REQUIRE(w.TruncateTo(6).ok());
-  REQUIRE(w.Append("world").ok());
-  REQUIRE(w.Close(true).ok());
-  CHECK(test::ReadFile(dir / "w") == "hello world");
+  for (bool direct : {false, true}) {
+    std::string path = dir / (direct ? "direct" : "buffered");
+    auto fd = OpenFile(path, O_RDWR | O_CREAT | O_EXCL);
+    REQUIRE(fd.ok());
+    FileWriter w(std::move(fd).value(), path, 4096);
+    if (direct) w.EnableDirect();  // may stay buffered on tmpfs; the contract is the same
+    std::string expect;
+    auto append = [&](const std::string& s) {
+      REQUIRE(w.Append(s).ok());
+      expect += s;
+    };
+    append("hello ");
+    append(std::string(10000, 'x'));   // spills past the 4 KiB buffer twice
+    REQUIRE(w.TruncateTo(5000).ok());  // cut inside bytes already written
+    expect.resize(5000);
+    append(std::string(3000, 'y'));
+    REQUIRE(w.TruncateTo(7000).ok());  // cut inside the buffer
+    expect.resize(7000);
+    REQUIRE(w.AppendZeros(123).ok());
+    expect += std::string(123, '\0');
+    append("tail");
+    CHECK(w.size() == expect.size());
+    REQUIRE(w.Close(true).ok());
+    CHECK(test::ReadFile(path) == expect);
+  }
 
   REQUIRE(WriteFileAtomic(dir / "a", "content").ok());
   CHECK(test::ReadFile(dir / "a") == "content");

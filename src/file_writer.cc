@@ -1,0 +1,110 @@
+#include "src/file_writer.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+namespace ds {
+
+FileWriter::FileWriter(OwnedFd fd, std::string name, size_t buffer_size)
+    : fd_(std::move(fd)), name_(std::move(name)), cap_(buffer_size) {
+  void* p = nullptr;
+  if (::posix_memalign(&p, kBlock, cap_) != 0) throw std::bad_alloc();
+  buf_.reset(static_cast<char*>(p));
+}
+
+bool FileWriter::EnableDirect() {
+  if (base_ % kBlock != 0) return false;
+  int flags = ::fcntl(fd_.get(), F_GETFL);
+  if (flags >= 0 && ::fcntl(fd_.get(), F_SETFL, flags | O_DIRECT) == 0) direct_ = true;
+  return direct_;
+}
+
+Status FileWriter::WriteOut(size_t n) {
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pwrite(fd_.get(), buf_.get() + done, n - done, static_cast<off_t>(base_ + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, name_ + ": write at offset " + std::to_string(base_ + done));
+    }
+    done += static_cast<size_t>(r);
+  }
+  if (writeback_ && !direct_) {
+    ::sync_file_range(fd_.get(), static_cast<off_t>(base_), static_cast<off_t>(n),
+                      SYNC_FILE_RANGE_WRITE);
+  }
+  std::memmove(buf_.get(), buf_.get() + n, len_ - n);
+  len_ -= n;
+  base_ += n;
+  return Status::Ok();
+}
+
+Status FileWriter::Append(std::string_view data) {
+  while (!data.empty()) {
+    if (len_ == cap_) DS_RETURN_IF_ERROR(Flush());
+    size_t k = std::min(data.size(), cap_ - len_);
+    std::memcpy(buf_.get() + len_, data.data(), k);
+    len_ += k;
+    data.remove_prefix(k);
+  }
+  return Status::Ok();
+}
+
+Status FileWriter::AppendZeros(uint64_t n) {
+  while (n > 0) {
+    if (len_ == cap_) DS_RETURN_IF_ERROR(Flush());
+    size_t k = static_cast<size_t>(std::min<uint64_t>(n, cap_ - len_));
+    std::memset(buf_.get() + len_, 0, k);
+    len_ += k;
+    n -= k;
+  }
+  return Status::Ok();
+}
+
+Status FileWriter::Flush() { return WriteOut(direct_ ? len_ / kBlock * kBlock : len_); }
+
+Status FileWriter::TruncateTo(uint64_t size) {
+  if (size >= base_) {
+    len_ = static_cast<size_t>(size - base_);
+    return Status::Ok();
+  }
+  // The cut falls in bytes already written: reload the block it falls in (direct mode keeps
+  // base_ block-aligned), then cut the file there.
+  uint64_t new_base = direct_ ? size / kBlock * kBlock : size;
+  size_t keep = static_cast<size_t>(size - new_base);
+  if (keep > 0) {
+    ssize_t r = ::pread(fd_.get(), buf_.get(), kBlock, static_cast<off_t>(new_base));
+    if (r < static_cast<ssize_t>(keep))
+      return Status::FromErrno(r < 0 ? errno : EIO, name_ + ": reread");
+  }
+  if (::ftruncate(fd_.get(), static_cast<off_t>(size)) != 0) {
+    return Status::FromErrno(errno, name_ + ": ftruncate");
+  }
+  base_ = new_base;
+  len_ = keep;
+  return Status::Ok();
+}
+
+Status FileWriter::Close(bool sync) {
+  Status s = Flush();
+  if (s.ok() && len_ > 0) {  // direct mode: the unaligned tail goes through the page cache
+    int flags = ::fcntl(fd_.get(), F_GETFL);
+    direct_ = false;
+    if (flags < 0 || ::fcntl(fd_.get(), F_SETFL, flags & ~O_DIRECT) != 0) {
+      s = Status::FromErrno(errno, name_ + ": fcntl");
+    } else {
+      s = WriteOut(len_);
+    }
+  }
+  if (s.ok() && sync && ::fsync(fd_.get()) != 0) s = Status::FromErrno(errno, name_ + ": fsync");
+  int fd = fd_.release();
+  if (fd >= 0 && ::close(fd) != 0 && s.ok()) s = Status::FromErrno(errno, name_ + ": close");
+  return s;
+}
+
+}  // namespace ds
