@@ -6,34 +6,120 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <condition_variable>
+#include <mutex>
 #include <new>
+#include <thread>
 
 namespace ds {
+namespace {
 
-FileWriter::FileWriter(OwnedFd fd, std::string name, size_t buffer_size)
-    : fd_(std::move(fd)), name_(std::move(name)), cap_(buffer_size) {
+char* AlignedAlloc(size_t n) {
   void* p = nullptr;
-  if (::posix_memalign(&p, kBlock, cap_) != 0) throw std::bad_alloc();
-  buf_.reset(static_cast<char*>(p));
+  if (::posix_memalign(&p, FileWriter::kBlock, n) != 0) throw std::bad_alloc();
+  return static_cast<char*>(p);
 }
 
-bool FileWriter::EnableDirect() {
-  if (base_ % kBlock != 0) return false;
-  int flags = ::fcntl(fd_.get(), F_GETFL);
-  if (flags >= 0 && ::fcntl(fd_.get(), F_SETFL, flags | O_DIRECT) == 0) direct_ = true;
-  return direct_;
-}
-
-Status FileWriter::WriteOut(size_t n) {
+Status PwriteAll(int fd, const char* p, size_t n, uint64_t off, const std::string& name) {
   size_t done = 0;
   while (done < n) {
-    ssize_t r = ::pwrite(fd_.get(), buf_.get() + done, n - done, static_cast<off_t>(base_ + done));
+    ssize_t r = ::pwrite(fd, p + done, n - done, static_cast<off_t>(off + done));
     if (r < 0) {
       if (errno == EINTR) continue;
-      return Status::FromErrno(errno, name_ + ": write at offset " + std::to_string(base_ + done));
+      return Status::FromErrno(errno, name + ": write at offset " + std::to_string(off + done));
     }
     done += static_cast<size_t>(r);
   }
+  return Status::Ok();
+}
+
+}  // namespace
+
+struct FileWriter::Async {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::unique_ptr<char, Free> buf;  // the buffer being written (or free when !busy)
+  size_t len = 0;
+  uint64_t off = 0;
+  bool busy = false;
+  bool quit = false;
+  Status status;
+  std::thread thread;
+
+  void Run(int fd, const std::string& name) {
+    std::unique_lock<std::mutex> lock(mu);
+    for (;;) {
+      cv.wait(lock, [&] { return busy || quit; });
+      if (!busy) return;
+      lock.unlock();
+      Status s = PwriteAll(fd, buf.get(), len, off, name);
+      lock.lock();
+      if (status.ok()) status = s;
+      busy = false;
+      cv.notify_all();
+    }
+  }
+};
+
+FileWriter::FileWriter(OwnedFd fd, std::string name, size_t buffer_size)
+    : fd_(std::move(fd)), name_(std::move(name)), cap_(buffer_size) {
+  buf_.reset(AlignedAlloc(cap_));
+}
+
+FileWriter::FileWriter(FileWriter&&) noexcept = default;
+FileWriter& FileWriter::operator=(FileWriter&&) noexcept = default;
+
+FileWriter::~FileWriter() {
+  if (async_) {
+    {
+      std::lock_guard<std::mutex> lock(async_->mu);
+      async_->quit = true;
+    }
+    async_->cv.notify_all();
+    async_->thread.join();
+  }
+}
+
+bool FileWriter::EnableDirect() {
+  if (base_ % kBlock != 0 || direct_) return direct_;
+  int flags = ::fcntl(fd_.get(), F_GETFL);
+  if (flags >= 0 && ::fcntl(fd_.get(), F_SETFL, flags | O_DIRECT) == 0) direct_ = true;
+  if (direct_) {
+    async_ = std::make_unique<Async>();
+    async_->buf.reset(AlignedAlloc(cap_));
+    async_->thread = std::thread([a = async_.get(), fd = fd_.get(), n = name_] { a->Run(fd, n); });
+  }
+  return direct_;
+}
+
+Status FileWriter::Drain() {
+  if (!async_) return Status::Ok();
+  std::unique_lock<std::mutex> lock(async_->mu);
+  async_->cv.wait(lock, [&] { return !async_->busy; });
+  return async_->status;
+}
+
+Status FileWriter::WriteOut(size_t n) {
+  if (n == 0) return Drain();
+  if (async_ && direct_) {
+    // Hand the filled buffer to the background thread; keep filling the other one.
+    DS_RETURN_IF_ERROR(Drain());
+    std::unique_ptr<char, Free> next = std::move(async_->buf);
+    std::memcpy(next.get(), buf_.get() + n, len_ - n);
+    {
+      std::lock_guard<std::mutex> lock(async_->mu);
+      async_->buf = std::move(buf_);
+      async_->len = n;
+      async_->off = base_;
+      async_->busy = true;
+    }
+    async_->cv.notify_all();
+    buf_ = std::move(next);
+    len_ -= n;
+    base_ += n;
+    return Status::Ok();
+  }
+  DS_RETURN_IF_ERROR(PwriteAll(fd_.get(), buf_.get(), n, base_, name_));
   if (writeback_ && !direct_) {
     ::sync_file_range(fd_.get(), static_cast<off_t>(base_), static_cast<off_t>(n),
                       SYNC_FILE_RANGE_WRITE);
@@ -69,6 +155,7 @@ Status FileWriter::AppendZeros(uint64_t n) {
 Status FileWriter::Flush() { return WriteOut(direct_ ? len_ / kBlock * kBlock : len_); }
 
 Status FileWriter::TruncateTo(uint64_t size) {
+  DS_RETURN_IF_ERROR(Drain());
   if (size >= base_) {
     len_ = static_cast<size_t>(size - base_);
     return Status::Ok();
@@ -92,6 +179,7 @@ Status FileWriter::TruncateTo(uint64_t size) {
 
 Status FileWriter::Close(bool sync) {
   Status s = Flush();
+  if (s.ok()) s = Drain();
   if (s.ok() && len_ > 0) {  // direct mode: the unaligned tail goes through the page cache
     int flags = ::fcntl(fd_.get(), F_GETFL);
     direct_ = false;

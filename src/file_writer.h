@@ -8,6 +8,9 @@
 //                       it (not tmpfs): whole 4 KiB blocks go straight to the device, skipping the
 //                       page-cache copy (measured: docs/benchmarks.md) and leaving the reader's
 //                       cache alone. The unaligned tail is written at Close() without O_DIRECT.
+// In direct mode a full buffer is written by a background thread while the caller fills a second
+// one (double buffering), so device time overlaps CPU work; a write error surfaces at the next
+// Append/Flush/TruncateTo/Close.
 // TruncateTo() drops everything after `size` (to cancel a record in progress).
 // The owner must call Close() to learn whether the last writes and the fsync succeeded.
 // Not thread-safe.
@@ -31,8 +34,9 @@ class FileWriter {
 
   // REQUIRES: buffer_size is a multiple of kBlock.
   FileWriter(OwnedFd fd, std::string name, size_t buffer_size = kDefaultBuffer);
-  FileWriter(FileWriter&&) = default;
-  FileWriter& operator=(FileWriter&&) = default;
+  FileWriter(FileWriter&&) noexcept;
+  FileWriter& operator=(FileWriter&&) noexcept;
+  ~FileWriter();
 
   // Returns whether O_DIRECT is now on (false: the file system refused; stays buffered).
   bool EnableDirect();
@@ -56,7 +60,9 @@ class FileWriter {
   struct Free {
     void operator()(char* p) const { std::free(p); }
   };
+  struct Async;  // background writer for direct mode
   Status WriteOut(size_t n);  // writes buf_[0, n) at base_, shifts the rest down
+  Status Drain();             // waits for the background write; returns its status
 
   OwnedFd fd_;
   std::string name_;
@@ -66,6 +72,7 @@ class FileWriter {
   uint64_t base_ = 0;  // file offset of buf_[0]
   bool direct_ = false;
   bool writeback_ = false;
+  std::unique_ptr<Async> async_;
 };
 
 }  // namespace ds

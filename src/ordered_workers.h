@@ -40,11 +40,13 @@ void RunOrdered(uint64_t n, int threads, size_t window, Produce&& produce, Consu
         i = next_claim++;
       }
       T result = produce(i);
+      bool wanted;
       {
         std::lock_guard<std::mutex> lock(mu);
         slots[i % window].emplace(std::move(result));
+        wanted = i == consumed;  // wake the consumer only for the item it waits for
       }
-      ready.notify_one();
+      if (wanted) ready.notify_one();
     }
   };
   std::vector<std::thread> pool;
@@ -60,7 +62,7 @@ void RunOrdered(uint64_t n, int threads, size_t window, Produce&& produce, Consu
       slots[i % window].reset();
       consumed = i + 1;
     }
-    space.notify_all();
+    space.notify_one();  // one slot freed: one more item may be claimed
     if (!consume(i, item)) {
       std::lock_guard<std::mutex> lock(mu);
       stop = true;
