@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "formats/sample.h"
+#include "src/checksum.h"
 #include "src/human.h"
 
 namespace ds {
@@ -209,6 +210,14 @@ std::pair<uint64_t, uint64_t> FileTree::files_of(uint64_t s) const {
 
 std::string_view FileTree::key(uint64_t s) const { return SplitPath(path(sample_begin_[s])).key; }
 std::string_view FileTree::field(uint64_t file) const { return SplitPath(path(file)).field; }
+
+uint64_t FileTree::Fingerprint() const {
+  Xxh3Hasher h;
+  h.Update(arena_);
+  h.Update(path_end_.data(), path_end_.size() * sizeof(uint64_t));
+  h.Update(sample_begin_.data(), sample_begin_.size() * sizeof(uint64_t));
+  return h.Digest();
+}
 
 uint64_t FileTree::memory_bytes() const {
   return arena_.capacity() + path_end_.capacity() * 8 + sample_begin_.capacity() * 8;

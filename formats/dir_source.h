@@ -49,6 +49,8 @@ class FileTree {
   std::pair<uint64_t, uint64_t> files_of(uint64_t s) const;
   std::string_view key(uint64_t s) const;
   std::string_view field(uint64_t file) const;
+  // XXH3-64 of the file list (paths and grouping), to recognise the same source on --resume.
+  uint64_t Fingerprint() const;
   // Bytes held by the compact list (for the memory-bound docs and tests).
   uint64_t memory_bytes() const;
 

@@ -7,6 +7,14 @@
 // rename and is the commit point. Abandon() (or destruction without Finish) removes every file
 // the writer created. Single-threaded: one producer calls it.
 //
+// Resume (docs/formats/native.md#crash-safety-and-resume): BeginRun() records the run (creation
+// options + a fingerprint of the source) in OUT/.dspack-run.json; after each shard is renamed, a
+// checkpoint line (shard, sizes, hash, source position, skipped inputs so far) is appended to
+// OUT/.dspack-journal and fsync'd. After a crash, a writer created with `resume` and
+// ResumeRun() keeps the checkpointed shards, deletes everything after them, and returns the
+// source position to continue from; the finished dataset is byte-identical to an uninterrupted
+// run. The caller reports its position with SetSourcePosition(i) before each source item.
+//
 // Dataset opens a finished dataset for reading: the manifest, the memory-mapped global index,
 // and shard files opened lazily. Get/Head/Find are thread-safe.
 #pragma once
@@ -31,7 +39,8 @@ namespace ds::native {
 struct DatasetOptions {
   uint64_t shard_size = kDefaultShardSize;
   uint32_t align = 1;
-  bool force = false;  // replace an existing dataset in OUT (only dspack's own files are removed)
+  bool force = false;   // replace an existing dataset in OUT (only dspack's own files are removed)
+  bool resume = false;  // continue an interrupted run in OUT (see ResumeRun)
   nlohmann::json creation_options = nlohmann::json::object();
 };
 
@@ -46,9 +55,21 @@ class DatasetWriter {
  public:
   // Creates OUT (if missing). Refuses an OUT holding a dataset unless options.force, and an OUT
   // holding anything else (kAlreadyExists, message says what to do).
+  // With options.resume, OUT may hold an interrupted run (or a finished dataset: then
+  // already_complete() is true and the caller should stop).
   static Result<std::unique_ptr<DatasetWriter>> Create(const std::string& out,
                                                        const DatasetOptions& options);
   ~DatasetWriter();
+  bool already_complete() const { return already_complete_; }
+
+  // Fresh run: records `run` (must include everything that determines the output) for resume.
+  Status BeginRun(const nlohmann::json& run);
+  // Resumed run: checks `run` equals the recorded one, restores the checkpointed state and
+  // returns the source position to continue from (0 when nothing was checkpointed).
+  Result<uint64_t> ResumeRun(const nlohmann::json& run);
+  void SetSourcePosition(uint64_t pos) { source_pos_ = pos; }
+  // Inputs skipped before this run resumed are restored from the journal; the count is here.
+  uint64_t restored_skipped() const { return restored_skipped_; }
 
   Status BeginSample(std::string_view key, std::span<const FieldInfo> fields);
   Status AppendData(std::string_view chunk);
@@ -69,6 +90,8 @@ class DatasetWriter {
  private:
   DatasetWriter(std::string out, DatasetOptions options, bool created_dir);
   Status FinishShard();
+  Status OpenShard();
+  Status Checkpoint(const FileMeta& shard);
   Status Fail(Status s);
 
   std::string out_;
@@ -86,6 +109,10 @@ class DatasetWriter {
   std::vector<std::string> created_;  // final names created, removed by Abandon
   Status status_;
   bool done_ = false;
+  bool already_complete_ = false;
+  bool run_recorded_ = false;
+  uint64_t source_pos_ = 0;
+  uint64_t restored_skipped_ = 0;
 };
 
 class Dataset {

@@ -42,6 +42,7 @@ std::string ConvertSummary(const ds::ConvertOptions& o, const ds::ConvertReport&
       ds::FormatRate(r.payload_bytes / t), ds::FormatDuration(r.scan_seconds), o.threads, o.out,
       ds::FormatBytes(r.bytes_written));
   if (r.classes) s += fmt::format(", {} classes", r.classes);
+  if (r.resumed_at) s += fmt::format(", resumed at source sample {}", r.resumed_at);
   s += "\n";
   if (r.skipped) {
     s += fmt::format("  skipped {} inputs (listed in manifest.json), e.g.:\n", r.skipped);
@@ -83,7 +84,10 @@ int main(int argc, char** argv) try {
   conv->add_option("--on-error", on_error, "On a bad input: fail (stop) or skip (count, list)")
       ->check(CLI::IsMember({"fail", "skip"}))
       ->capture_default_str();
-  conv->add_flag("--force", co.force, "Replace a dataset already in OUT");
+  auto* force_opt = conv->add_flag("--force", co.force, "Replace a dataset already in OUT");
+  conv->add_flag("--resume", co.resume,
+                 "Finish an interrupted convert into OUT (same SRC and options)")
+      ->excludes(force_opt);
   conv->add_flag("-q,--quiet", quiet, "No progress bar, no summary");
   conv->add_flag("--json", json, "Print the summary as JSON");
 

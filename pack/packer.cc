@@ -12,6 +12,7 @@
 
 #include "formats/dir_source.h"
 #include "formats/native_dataset.h"
+#include "src/checksum.h"
 #include "src/fd.h"
 #include "src/human.h"
 #include "src/ordered_workers.h"
@@ -114,17 +115,40 @@ class Packer {
     dopt.shard_size = o_.shard_size;
     dopt.align = o_.align;
     dopt.force = o_.force;
+    dopt.resume = o_.resume;
     dopt.creation_options = CreationOptions();
     DS_ASSIGN_OR_RETURN(writer_, native::DatasetWriter::Create(o_.out, dopt));
+    if (writer_->already_complete()) {
+      r_->already_complete = true;
+      return Status::Ok();
+    }
     DS_RETURN_IF_ERROR(CheckOutsideSource());
 
+    std::vector<std::pair<std::string, Status>> scan_skips;
     auto on_scan_error = [&](std::string_view path, const Status& s) -> Status {
       if (o_.on_error == OnError::kFail) return s.Prefixed(o_.src);
-      Skip(path, s);
+      scan_skips.emplace_back(std::string(path), s);
       return Status::Ok();
     };
     DS_ASSIGN_OR_RETURN(tree_, FileTree::Scan(o_.src, {o_.include, o_.exclude}, on_scan_error));
     r_->scan_seconds = Since(t0);
+    json run = {{"options", CreationOptions()},
+                {"source",
+                 {{"files", tree_.file_count()},
+                  {"samples", tree_.sample_count()},
+                  {"fingerprint", HexU64(tree_.Fingerprint())}}}};
+    uint64_t start = 0;
+    if (o_.resume) {
+      DS_ASSIGN_OR_RETURN(start, writer_->ResumeRun(run));
+    } else {
+      DS_RETURN_IF_ERROR(writer_->BeginRun(run));
+    }
+    r_->resumed_at = start;
+    r_->skipped = writer_->restored_skipped();
+    // Scan-time skips come first in the manifest; a resumed run restored them with the journal.
+    if (writer_->restored_skipped() == 0) {
+      for (const auto& [path, st] : scan_skips) Skip(path, st);
+    }
     if (o_.label_from_dir) {
       DS_RETURN_IF_ERROR(labels_.Build(tree_));
       writer_->SetClasses(labels_.names, "cls");
@@ -134,9 +158,10 @@ class Packer {
     DS_ASSIGN_OR_RETURN(root_, OpenFile(o_.src, O_RDONLY | O_DIRECTORY));
 
     progress_ = std::make_unique<Progress>(o_.progress, "files", tree_.file_count());
-    RunPipeline();
+    RunPipeline(start);
     progress_->Finish();
     if (!error_.ok()) return error_;
+    writer_->SetSourcePosition(tree_.sample_count());
     native::DatasetSummary sum;
     DS_RETURN_IF_ERROR(writer_->Finish(&sum));
     r_->samples = sum.samples;
@@ -253,12 +278,14 @@ class Packer {
     return s;
   }
 
-  void RunPipeline() {
+  // Loads and writes source samples [start, n).
+  void RunPipeline(uint64_t start) {
     int threads = std::max(1, o_.threads);
     RunOrdered<std::unique_ptr<Loaded>>(
-        tree_.sample_count(), threads, static_cast<size_t>(threads) * 4,
-        [&](uint64_t i) { return Load(i); },
-        [&](uint64_t, std::unique_ptr<Loaded>& l) {
+        tree_.sample_count() - start, threads, static_cast<size_t>(threads) * 4,
+        [&](uint64_t i) { return Load(start + i); },
+        [&](uint64_t i, std::unique_ptr<Loaded>& l) {
+          writer_->SetSourcePosition(start + i);
           Status s = Write(*l);
           if (s.ok()) return true;
           if (!error_.ok()) return false;  // output error: always fatal

@@ -10,6 +10,8 @@
 // Memory is bounded by 4 x threads x kInlineLimit plus the compact file list, whatever the data
 // size.
 //
+// Resume: `--resume` continues an interrupted run from its last shard checkpoint (see
+// DatasetWriter); the output is byte-identical to an uninterrupted run.
 // Errors: under OnError::kFail the first bad input stops the run, the writer is abandoned and
 // nothing is left under a final name. Under kSkip, a sample with any unreadable file is left out,
 // counted, and listed in the manifest's "skipped". Output-side errors always stop the run.
@@ -39,6 +41,7 @@ struct ConvertOptions {
   std::optional<uint64_t> shuffle_seed;
   OnError on_error = OnError::kFail;
   bool force = false;
+  bool resume = false;    // finish an interrupted convert into OUT (same SRC and options)
   bool progress = false;  // draw a progress bar (only if stderr is a terminal)
 };
 
@@ -52,6 +55,8 @@ struct ConvertReport {
   uint64_t bytes_written = 0;
   uint64_t skipped = 0;
   uint64_t classes = 0;
+  uint64_t resumed_at = 0;        // source sample the run continued from (0: fresh run)
+  bool already_complete = false;  // --resume on a finished dataset: nothing was done
   double scan_seconds = 0;
   double total_seconds = 0;
   std::vector<std::string> skipped_examples;  // first few "path: error"
