@@ -26,6 +26,34 @@ bool GlobMatch(const std::string& pattern, std::string_view rel_path) {
   return ::fnmatch(pattern.c_str(), subject.c_str(), 0) == 0;
 }
 
+bool PathWanted(const DirScanOptions& opts, std::string_view rel) {
+  if (!opts.include.empty() &&
+      std::none_of(opts.include.begin(), opts.include.end(),
+                   [&](const std::string& p) { return GlobMatch(p, rel); })) {
+    return false;
+  }
+  return std::none_of(opts.exclude.begin(), opts.exclude.end(),
+                      [&](const std::string& p) { return GlobMatch(p, rel); });
+}
+
+void FileTree::Append(std::string_view rel) {
+  std::string_view key = SplitPath(rel).key;
+  if (sample_begin_.empty() || key != last_key_) {
+    sample_begin_.push_back(path_end_.size());
+    last_key_.assign(key);
+  }
+  arena_ += rel;
+  path_end_.push_back(arena_.size());
+}
+
+void FileTree::ShrinkToFit() {
+  arena_.shrink_to_fit();
+  path_end_.shrink_to_fit();
+  sample_begin_.shrink_to_fit();
+  last_key_.clear();
+  last_key_.shrink_to_fit();
+}
+
 namespace {
 
 std::string Join(const std::string& dir, const std::string& name) {
@@ -43,31 +71,8 @@ const char* TypeName(mode_t m) {
 struct Walker {
   const DirScanOptions& opts;
   const ScanErrorFn& on_error;
-  std::string arena;
-  std::vector<uint64_t> path_end;
-  std::vector<uint64_t> sample_begin;
-  std::string last_key;
+  FileTree& tree;
   std::vector<std::pair<dev_t, ino_t>> ancestors;
-
-  bool Wanted(std::string_view rel) const {
-    if (!opts.include.empty() &&
-        std::none_of(opts.include.begin(), opts.include.end(),
-                     [&](const std::string& p) { return GlobMatch(p, rel); })) {
-      return false;
-    }
-    return std::none_of(opts.exclude.begin(), opts.exclude.end(),
-                        [&](const std::string& p) { return GlobMatch(p, rel); });
-  }
-
-  void AddFile(const std::string& rel) {
-    std::string_view key = SplitPath(rel).key;
-    if (sample_begin.empty() || key != last_key) {
-      sample_begin.push_back(path_end.size());
-      last_key.assign(key);
-    }
-    arena += rel;
-    path_end.push_back(arena.size());
-  }
 
   // Walks directory `rel` (opened as dfd). Returns non-OK to stop.
   Status Walk(int dfd, const std::string& rel) {
@@ -148,7 +153,7 @@ struct Walker {
     for (const auto& e : entries) {
       std::string child = Join(rel, e.name);
       if (!e.is_dir) {
-        if (Wanted(child)) AddFile(child);
+        if (PathWanted(opts, child)) tree.Append(child);
         continue;
       }
       int cfd = ::openat(::dirfd(d), e.name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -187,14 +192,10 @@ Result<FileTree> FileTree::Scan(const std::string& root, const DirScanOptions& o
   if (fd < 0) return Status::FromErrno(errno, root);
   struct stat st;
   ::fstat(fd, &st);
-  Walker w{options, on_error, {}, {}, {}, {}, {{st.st_dev, st.st_ino}}};
+  FileTree t(root);
+  Walker w{options, on_error, t, {{st.st_dev, st.st_ino}}};
   DS_RETURN_IF_ERROR(w.Walk(fd, ""));
-  FileTree t;
-  t.root_ = root;
-  t.arena_ = std::move(w.arena);
-  t.arena_.shrink_to_fit();
-  t.path_end_ = std::move(w.path_end);
-  t.sample_begin_ = std::move(w.sample_begin);
+  t.ShrinkToFit();
   return t;
 }
 
@@ -241,6 +242,22 @@ Result<InputFile> InputFile::Open(int root_fd, const std::string& rel_path, uint
                                                EscapeBytes(rel_path), f.size_, n));
   }
   f.fd_.reset();
+  return f;
+}
+
+InputFile InputFile::FromMemory(std::string path, std::unique_ptr<char[]> data, uint64_t size) {
+  InputFile f;
+  f.path_ = std::move(path);
+  f.data_ = std::move(data);
+  f.size_ = size;
+  return f;
+}
+
+InputFile InputFile::FromFd(std::string path, OwnedFd fd, uint64_t size) {
+  InputFile f;
+  f.path_ = std::move(path);
+  f.fd_ = std::move(fd);
+  f.size_ = size;
   return f;
 }
 

@@ -41,6 +41,12 @@ class FileTree {
   static Result<FileTree> Scan(const std::string& root, const DirScanOptions& options,
                                const ScanErrorFn& on_error);
 
+  FileTree() = default;
+  explicit FileTree(std::string root) : root_(std::move(root)) {}
+  // Adds a file after the last one; it joins the last sample when its key is the same.
+  void Append(std::string_view rel_path);
+  void ShrinkToFit();
+
   const std::string& root() const { return root_; }
   uint64_t sample_count() const { return sample_begin_.size(); }
   uint64_t file_count() const { return path_end_.size(); }
@@ -59,11 +65,16 @@ class FileTree {
   std::string arena_;
   std::vector<uint64_t> path_end_;
   std::vector<uint64_t> sample_begin_;
+  std::string last_key_;
 };
 
 class InputFile {
  public:
   static Result<InputFile> Open(int root_fd, const std::string& rel_path, uint64_t inline_limit);
+  // Content already in memory (e.g. read from an archive).
+  static InputFile FromMemory(std::string path, std::unique_ptr<char[]> data, uint64_t size);
+  // Content to stream from fd's current position (e.g. an archive entry spooled to a temp file).
+  static InputFile FromFd(std::string path, OwnedFd fd, uint64_t size);
   uint64_t size() const { return size_; }
   bool is_inline() const { return !fd_.valid(); }
   std::string_view data() const { return {data_.get(), is_inline() ? size_ : 0}; }  // inline
@@ -80,5 +91,7 @@ class InputFile {
 };
 
 bool GlobMatch(const std::string& pattern, std::string_view rel_path);
+// --include/--exclude as documented above.
+bool PathWanted(const DirScanOptions& options, std::string_view rel_path);
 
 }  // namespace ds

@@ -42,6 +42,8 @@ std::string ConvertSummary(const ds::ConvertOptions& o, const ds::ConvertReport&
       ds::FormatRate(r.payload_bytes / t), ds::FormatDuration(r.scan_seconds), o.threads, o.out,
       ds::FormatBytes(r.bytes_written));
   if (r.classes) s += fmt::format(", {} classes", r.classes);
+  if (r.ignored_entries)
+    s += fmt::format(", {} archive entries ignored (directories, links)", r.ignored_entries);
   if (r.resumed_at) s += fmt::format(", resumed at source sample {}", r.resumed_at);
   s += "\n";
   if (r.skipped) {
@@ -67,8 +69,11 @@ int main(int argc, char** argv) try {
   uint64_t seed = 0;
   bool quiet = false, json = false;
   co.threads = 16;
-  auto* conv = app.add_subcommand("convert", "Pack a directory tree into a native dataset");
-  conv->add_option("SRC", co.src, "Source directory tree")->required();
+  auto* conv =
+      app.add_subcommand("convert", "Pack a directory tree or an archive into a native dataset");
+  conv->add_option("SRC", co.src,
+                   "Source: directory tree, or .zip/.tar/.tar.gz/.tgz/.tar.zst/.tar.xz archive")
+      ->required();
   conv->add_option("OUT", co.out, "Output dataset directory (new or empty)")->required();
   conv->add_option("--shard-size", shard_size, "Target shard size, e.g. 256MiB, 1GB")
       ->capture_default_str();
@@ -83,6 +88,9 @@ int main(int argc, char** argv) try {
       conv->add_option("--shuffle-seed", seed, "Write samples in a seeded random order");
   conv->add_option("--on-error", on_error, "On a bad input: fail (stop) or skip (count, list)")
       ->check(CLI::IsMember({"fail", "skip"}))
+      ->capture_default_str();
+  conv->add_option("--max-expansion", co.max_expansion,
+                   "Archives: refuse entries expanding beyond this ratio (zip bombs)")
       ->capture_default_str();
   auto* force_opt = conv->add_flag("--force", co.force, "Replace a dataset already in OUT");
   conv->add_flag("--resume", co.resume,

@@ -10,8 +10,9 @@
 #include <cstdlib>
 #include <memory>
 
-#include "formats/dir_source.h"
+#include "formats/archive_source.h"
 #include "formats/native_dataset.h"
+#include "formats/source.h"
 #include "src/checksum.h"
 #include "src/fd.h"
 #include "src/human.h"
@@ -51,13 +52,6 @@ using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) {
   return std::chrono::duration<double>(Clock::now() - t).count();
 }
-
-struct Loaded {
-  uint64_t sample = 0;
-  std::vector<InputFile> files;
-  Status status;
-  std::string bad_path;
-};
 
 // Labels from the first path component of each key (ImageNet layout ROOT/class/file).
 struct Labels {
@@ -106,10 +100,18 @@ class Packer {
     auto t0 = Clock::now();
     struct stat st;
     if (::stat(o_.src.c_str(), &st) != 0) return Status::FromErrno(errno, o_.src, Code::kBadInput);
-    if (!S_ISDIR(st.st_mode)) {
-      return Status(Code::kBadInput, o_.src +
-                                         ": not a directory (archives arrive in a later "
-                                         "release); give a directory tree");
+    bool is_archive = S_ISREG(st.st_mode) && LooksLikeArchive(o_.src);
+    if (!S_ISDIR(st.st_mode) && !is_archive) {
+      return Status(Code::kInvalidArgument,
+                    o_.src +
+                        ": not a directory or an archive (.zip, .tar, .tar.gz, .tgz, "
+                        ".tar.zst, .tar.xz, .tar.bz2)");
+    }
+    if (is_archive && o_.shuffle_seed) {
+      return Status(Code::kInvalidArgument,
+                    "--shuffle-seed needs random access, which an archive does not give; convert "
+                    "it first, then shuffle the dataset: dspack convert " +
+                        o_.src + " TMP && dspack convert TMP OUT --shuffle-seed N");
     }
     native::DatasetOptions dopt;
     dopt.shard_size = o_.shard_size;
@@ -126,17 +128,33 @@ class Packer {
 
     std::vector<std::pair<std::string, Status>> scan_skips;
     auto on_scan_error = [&](std::string_view path, const Status& s) -> Status {
-      if (o_.on_error == OnError::kFail) return s.Prefixed(o_.src);
+      if (o_.on_error == OnError::kFail) return is_archive ? s : s.Prefixed(o_.src);
       scan_skips.emplace_back(std::string(path), s);
       return Status::Ok();
     };
-    DS_ASSIGN_OR_RETURN(tree_, FileTree::Scan(o_.src, {o_.include, o_.exclude}, on_scan_error));
+    if (is_archive) {
+      ArchiveOptions ao;
+      ao.filter = {o_.include, o_.exclude};
+      ao.max_expansion = o_.max_expansion;
+      ao.spool_dir = o_.out;
+      ao.inline_limit = kInlineLimit;
+      DS_ASSIGN_OR_RETURN(auto src, ArchiveSource::Open(o_.src, ao, on_scan_error));
+      for (const auto& [path, why] : src->ignored()) {
+        scan_skips.emplace_back(path, Status(Code::kBadInput, why));
+      }
+      source_ = std::move(src);
+    } else {
+      DS_ASSIGN_OR_RETURN(
+          source_, DirSource::Open(o_.src, {o_.include, o_.exclude}, on_scan_error, kInlineLimit));
+    }
+    const FileTree& tree = source_->tree();
+    r_->ignored_entries = source_->ignored_entries();
     r_->scan_seconds = Since(t0);
     json run = {{"options", CreationOptions()},
                 {"source",
-                 {{"files", tree_.file_count()},
-                  {"samples", tree_.sample_count()},
-                  {"fingerprint", HexU64(tree_.Fingerprint())}}}};
+                 {{"files", tree.file_count()},
+                  {"samples", tree.sample_count()},
+                  {"fingerprint", HexU64(tree.Fingerprint())}}}};
     uint64_t start = 0;
     if (o_.resume) {
       DS_ASSIGN_OR_RETURN(start, writer_->ResumeRun(run));
@@ -150,18 +168,17 @@ class Packer {
       for (const auto& [path, st] : scan_skips) Skip(path, st);
     }
     if (o_.label_from_dir) {
-      DS_RETURN_IF_ERROR(labels_.Build(tree_));
+      DS_RETURN_IF_ERROR(labels_.Build(tree));
       writer_->SetClasses(labels_.names, "cls");
       r_->classes = labels_.names.size();
     }
-    if (o_.shuffle_seed) perm_ = ShufflePermutation(tree_.sample_count(), *o_.shuffle_seed);
-    DS_ASSIGN_OR_RETURN(root_, OpenFile(o_.src, O_RDONLY | O_DIRECTORY));
+    if (o_.shuffle_seed) perm_ = ShufflePermutation(tree.sample_count(), *o_.shuffle_seed);
 
-    progress_ = std::make_unique<Progress>(o_.progress, "files", tree_.file_count());
+    progress_ = std::make_unique<Progress>(o_.progress, "files", tree.file_count());
     RunPipeline(start);
     progress_->Finish();
     if (!error_.ok()) return error_;
-    writer_->SetSourcePosition(tree_.sample_count());
+    writer_->SetSourcePosition(tree.sample_count());
     native::DatasetSummary sum;
     DS_RETURN_IF_ERROR(writer_->Finish(&sum));
     r_->samples = sum.samples;
@@ -205,35 +222,17 @@ class Packer {
     if (r_->skipped_examples.size() < 10) r_->skipped_examples.push_back(s.message());
   }
 
-  std::unique_ptr<Loaded> Load(uint64_t i) const {
-    auto l = std::make_unique<Loaded>();
-    l->sample = perm_.empty() ? i : perm_[i];
-    auto [begin, end] = tree_.files_of(l->sample);
-    l->files.reserve(end - begin);
-    for (uint64_t f = begin; f < end; f++) {
-      std::string path(tree_.path(f));
-      auto in = InputFile::Open(root_.get(), path, kInlineLimit);
-      if (!in.ok()) {
-        l->status =
-            Status(Code::kBadInput, o_.src + "/" + in.status().message(), in.status().err());
-        l->bad_path = path;
-        break;
-      }
-      l->files.push_back(std::move(in).value());
-    }
-    return l;
-  }
-
   // Writes one loaded sample. Returns non-OK for a bad input (the caller decides skip or stop);
   // output errors are stored in error_.
-  Status Write(Loaded& l) {
+  Status Write(LoadedSample& l) {
+    const FileTree& tree = source_->tree();
     DS_RETURN_IF_ERROR(l.status);
-    auto [begin, end] = tree_.files_of(l.sample);
-    std::string_view key = tree_.key(l.sample);
+    auto [begin, end] = tree.files_of(l.sample);
+    std::string_view key = tree.key(l.sample);
     std::vector<FieldInfo> fields;
     fields.reserve(end - begin + 1);
     for (uint64_t f = begin; f < end; f++) {
-      fields.push_back({std::string(tree_.field(f)), l.files[f - begin].size()});
+      fields.push_back({std::string(tree.field(f)), l.files[f - begin].size()});
     }
     std::string label;
     if (o_.label_from_dir) {
@@ -257,7 +256,7 @@ class Packer {
         auto n = in.ReadChunk(chunk_.data(), chunk_.size());
         if (!n.ok()) {
           writer_->CancelSample();
-          l.bad_path = std::string(tree_.path(f));
+          l.bad_path = std::string(tree.path(f));
           return Status(Code::kBadInput, o_.src + "/" + n.status().message(), n.status().err());
         }
         if (*n == 0) break;
@@ -280,11 +279,16 @@ class Packer {
 
   // Loads and writes source samples [start, n).
   void RunPipeline(uint64_t start) {
-    int threads = std::max(1, o_.threads);
-    RunOrdered<std::unique_ptr<Loaded>>(
-        tree_.sample_count() - start, threads, static_cast<size_t>(threads) * 4,
-        [&](uint64_t i) { return Load(start + i); },
-        [&](uint64_t i, std::unique_ptr<Loaded>& l) {
+    // A sequential source (archive) is read by one thread, which runs ahead of the writer.
+    int threads = source_->random_access() ? std::max(1, o_.threads) : 1;
+    uint64_t n = source_->tree().sample_count();
+    RunOrdered<std::unique_ptr<LoadedSample>>(
+        n - start, threads, static_cast<size_t>(std::max(threads, 2)) * 4,
+        [&](uint64_t i) {
+          uint64_t s = start + i;
+          return source_->Load(perm_.empty() ? s : perm_[s]);
+        },
+        [&](uint64_t i, std::unique_ptr<LoadedSample>& l) {
           writer_->SetSourcePosition(start + i);
           Status s = Write(*l);
           if (s.ok()) return true;
@@ -301,10 +305,9 @@ class Packer {
   const ConvertOptions& o_;
   ConvertReport* r_;
   std::unique_ptr<native::DatasetWriter> writer_;
-  FileTree tree_;
+  std::unique_ptr<SampleSource> source_;
   Labels labels_;
   std::vector<uint64_t> perm_;
-  OwnedFd root_;
   std::unique_ptr<Progress> progress_;
   std::string chunk_;
   uint64_t files_done_ = 0;

@@ -1,4 +1,4 @@
-// The packer: `dspack convert SRC OUT` for directory trees (docs/cli.md#convert).
+// The packer: `dspack convert SRC OUT` for directory trees and archives (docs/cli.md#convert).
 //
 // Pipeline (RunOrdered, src/ordered_workers.h: `threads` readers, 4 samples in flight each):
 //   1. scan (serial, before the pipeline): FileTree::Scan lists and groups the files;
@@ -40,6 +40,7 @@ struct ConvertOptions {
   std::vector<std::string> exclude;
   std::optional<uint64_t> shuffle_seed;
   OnError on_error = OnError::kFail;
+  double max_expansion = 1000;  // archives: decompressed : compressed limit (zip bombs)
   bool force = false;
   bool resume = false;    // finish an interrupted convert into OUT (same SRC and options)
   bool progress = false;  // draw a progress bar (only if stderr is a terminal)
@@ -55,6 +56,7 @@ struct ConvertReport {
   uint64_t bytes_written = 0;
   uint64_t skipped = 0;
   uint64_t classes = 0;
+  uint64_t ignored_entries = 0;   // archive directories, links, special entries (by policy)
   uint64_t resumed_at = 0;        // source sample the run continued from (0: fresh run)
   bool already_complete = false;  // --resume on a finished dataset: nothing was done
   double scan_seconds = 0;
