@@ -261,9 +261,21 @@ InputFile InputFile::FromFd(std::string path, OwnedFd fd, uint64_t size) {
   return f;
 }
 
+InputFile InputFile::FromRange(std::string path, OwnedFd fd, uint64_t offset, uint64_t size) {
+  InputFile f = FromFd(std::move(path), std::move(fd), size);
+  f.range_offset_ = offset;
+  return f;
+}
+
 Result<size_t> InputFile::ReadChunk(char* buf, size_t cap) {
   uint64_t left = size_ - pos_;
   size_t want = static_cast<size_t>(std::min<uint64_t>(cap, left));
+  if (range_offset_) {
+    if (want == 0) return size_t{0};
+    DS_RETURN_IF_ERROR(ReadFullAt(fd_.get(), buf, want, *range_offset_ + pos_, path_));
+    pos_ += want;
+    return want;
+  }
   if (want == 0) {
     char extra;
     DS_ASSIGN_OR_RETURN(size_t n, ReadUpTo(fd_.get(), &extra, 1, path_));

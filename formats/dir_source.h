@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -75,6 +76,9 @@ class InputFile {
   static InputFile FromMemory(std::string path, std::unique_ptr<char[]> data, uint64_t size);
   // Content to stream from fd's current position (e.g. an archive entry spooled to a temp file).
   static InputFile FromFd(std::string path, OwnedFd fd, uint64_t size);
+  // Bytes [offset, offset+size) of an fd that holds more (a field inside a shard): read with
+  // pread, no check that the file ends there.
+  static InputFile FromRange(std::string path, OwnedFd fd, uint64_t offset, uint64_t size);
   uint64_t size() const { return size_; }
   bool is_inline() const { return !fd_.valid(); }
   std::string_view data() const { return {data_.get(), is_inline() ? size_ : 0}; }  // inline
@@ -87,7 +91,8 @@ class InputFile {
   OwnedFd fd_;
   uint64_t size_ = 0;
   uint64_t pos_ = 0;
-  std::unique_ptr<char[]> data_;  // not zero-filled: it is read into at once
+  std::optional<uint64_t> range_offset_;  // set by FromRange
+  std::unique_ptr<char[]> data_;          // not zero-filled: it is read into at once
 };
 
 bool GlobMatch(const std::string& pattern, std::string_view rel_path);

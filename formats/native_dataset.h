@@ -132,6 +132,9 @@ class Dataset {
                        const std::function<Status(size_t, std::string_view)>& fn) const;
   // Sample number with this key, or nullopt.
   Result<std::optional<uint64_t>> Find(std::string_view key) const;
+  // Where sample i's record is (checked against the manifest's shard sizes).
+  Result<GlobalEntry> Locate(uint64_t i) const { return Entry(i); }
+  std::string ShardPath(uint32_t shard) const { return dir_ + "/" + manifest_.shards[shard].name; }
   // Class names from classes.txt (empty when the dataset has no labels).
   Result<std::vector<std::string>> Classes() const;
 

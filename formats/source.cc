@@ -1,9 +1,15 @@
 #include "formats/source.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 
 #include <array>
+#include <cstring>
 #include <string_view>
+
+#include "formats/native_dataset.h"
+#include "formats/sample.h"
+#include "src/human.h"
 
 namespace ds {
 
@@ -33,6 +39,84 @@ std::unique_ptr<LoadedSample> DirSource::Load(uint64_t i) {
       break;
     }
     l->files.push_back(std::move(in).value());
+  }
+  return l;
+}
+
+NativeSource::~NativeSource() = default;
+
+Result<std::unique_ptr<NativeSource>> NativeSource::Open(const std::string& dir,
+                                                         const DirScanOptions& options,
+                                                         uint64_t inline_limit) {
+  auto src = std::make_unique<NativeSource>();
+  DS_ASSIGN_OR_RETURN(src->ds_, native::Dataset::Open(dir));
+  src->tree_ = FileTree(dir);
+  src->inline_limit_ = inline_limit;
+  const auto& m = src->ds_->manifest();
+  if (!m.label_field.empty()) {
+    DS_ASSIGN_OR_RETURN(auto classes, src->ds_->Classes());
+    src->labels_ = {m.label_field, std::move(classes)};
+  }
+  for (uint64_t i = 0; i < src->ds_->size(); i++) {
+    DS_ASSIGN_OR_RETURN(native::RecordHead h, src->ds_->Head(i));
+    uint64_t before = src->tree_.sample_count();
+    for (size_t f = 0; f < h.fields.size(); f++) {
+      std::string path = JoinKeyField(h.key, h.fields[f].name);
+      KeyField kf = SplitPath(path);
+      if (kf.key != h.key || kf.field != h.fields[f].name) {
+        return Status(Code::kUnsupported,
+                      fmt::format("{}: sample {} (key '{}', field '{}') has no file-name form, so "
+                                  "it cannot be regrouped",
+                                  dir, i, EscapeBytes(h.key), EscapeBytes(h.fields[f].name)));
+      }
+      if (!PathWanted(options, path)) continue;
+      src->tree_.Append(path);
+      src->field_of_file_.push_back(static_cast<uint16_t>(f));
+    }
+    if (src->tree_.sample_count() > before) src->record_of_sample_.push_back(i);
+  }
+  src->tree_.ShrinkToFit();
+  return src;
+}
+
+std::unique_ptr<LoadedSample> NativeSource::Load(uint64_t i) {
+  auto l = std::make_unique<LoadedSample>();
+  l->sample = i;
+  uint64_t rec = record_of_sample_[i];
+  auto [begin, end] = tree_.files_of(i);
+  auto fail = [&](const Status& s) {
+    l->status = Status(Code::kBadInput, s.message(), s.err());
+    l->bad_path = std::string(tree_.path(begin));
+    l->files.clear();
+    return std::move(l);
+  };
+  auto head = ds_->Head(rec);
+  if (!head.ok()) return fail(head.status());
+  if (head->payload_len() <= inline_limit_) {
+    auto sample = ds_->Get(rec);
+    if (!sample.ok()) return fail(sample.status());
+    for (uint64_t f = begin; f < end; f++) {
+      std::string& d = sample->fields[field_of_file_[f]].data;
+      std::unique_ptr<char[]> buf(new char[d.size() + 1]);
+      std::memcpy(buf.get(), d.data(), d.size());
+      l->files.push_back(
+          InputFile::FromMemory(std::string(tree_.path(f)), std::move(buf), d.size()));
+    }
+    return l;
+  }
+  // Big record: check its data CRC in one streaming pass, then stream the fields from the shard.
+  Status crc =
+      ds_->StreamPayload(rec, *head, [](size_t, std::string_view) { return Status::Ok(); });
+  if (!crc.ok()) return fail(crc);
+  auto where = ds_->Locate(rec);
+  if (!where.ok()) return fail(where.status());
+  for (uint64_t f = begin; f < end; f++) {
+    uint64_t off = where->offset + head->payload_offset();
+    for (uint16_t k = 0; k < field_of_file_[f]; k++) off += head->fields[k].size;
+    auto fd = OpenFile(ds_->ShardPath(where->shard), O_RDONLY);
+    if (!fd.ok()) return fail(fd.status());
+    l->files.push_back(InputFile::FromRange(std::string(tree_.path(f)), std::move(fd).value(), off,
+                                            head->fields[field_of_file_[f]].size));
   }
   return l;
 }

@@ -37,6 +37,9 @@ class SampleSource {
   // Entries that are not samples and were left out by policy (archive directories, links...),
   // for the summary. Bad inputs are reported through on_error / LoadedSample instead.
   virtual uint64_t ignored_entries() const { return 0; }
+  // Labels the source already carries (a native dataset made with --label-from-dir): the label
+  // field name and the class names; empty field when none.
+  virtual std::pair<std::string, std::vector<std::string>> labels() const { return {}; }
 };
 
 // A directory tree: FileTree::Scan + InputFile::Open, thread-safe Load.
@@ -54,6 +57,33 @@ class DirSource : public SampleSource {
   FileTree tree_;
   OwnedFd root_;
   uint64_t inline_limit_ = 0;
+};
+
+namespace native {
+class Dataset;
+}
+
+// A native dataset (reshard, realign, reshuffle): random access, thread-safe Load. Records up to
+// inline_limit are read and checked whole; bigger ones are checked (data CRC) first, then
+// streamed from the shard.
+class NativeSource : public SampleSource {
+ public:
+  static Result<std::unique_ptr<NativeSource>> Open(const std::string& dir,
+                                                    const DirScanOptions& options,
+                                                    uint64_t inline_limit);
+  ~NativeSource() override;
+  const FileTree& tree() const override { return tree_; }
+  bool random_access() const override { return true; }
+  std::unique_ptr<LoadedSample> Load(uint64_t i) override;
+  std::pair<std::string, std::vector<std::string>> labels() const override { return labels_; }
+
+ private:
+  std::unique_ptr<native::Dataset> ds_;
+  FileTree tree_;
+  std::vector<uint64_t> record_of_sample_;  // tree sample -> dataset sample
+  std::vector<uint16_t> field_of_file_;     // tree file -> field index in its record
+  uint64_t inline_limit_ = 0;
+  std::pair<std::string, std::vector<std::string>> labels_;
 };
 
 // Archive file extensions handled by ArchiveSource (.zip, .tar, .tar.gz, .tgz, .tar.zst, ...).

@@ -101,6 +101,8 @@ class Packer {
     struct stat st;
     if (::stat(o_.src.c_str(), &st) != 0) return Status::FromErrno(errno, o_.src, Code::kBadInput);
     bool is_archive = S_ISREG(st.st_mode) && LooksLikeArchive(o_.src);
+    bool is_native =
+        S_ISDIR(st.st_mode) && ::access((o_.src + "/" + native::kManifestName).c_str(), F_OK) == 0;
     if (!S_ISDIR(st.st_mode) && !is_archive) {
       return Status(Code::kInvalidArgument,
                     o_.src +
@@ -143,6 +145,9 @@ class Packer {
         scan_skips.emplace_back(path, Status(Code::kBadInput, why));
       }
       source_ = std::move(src);
+    } else if (is_native) {
+      DS_ASSIGN_OR_RETURN(source_,
+                          NativeSource::Open(o_.src, {o_.include, o_.exclude}, kInlineLimit));
     } else {
       DS_ASSIGN_OR_RETURN(
           source_, DirSource::Open(o_.src, {o_.include, o_.exclude}, on_scan_error, kInlineLimit));
@@ -166,6 +171,16 @@ class Packer {
     // Scan-time skips come first in the manifest; a resumed run restored them with the journal.
     if (writer_->restored_skipped() == 0) {
       for (const auto& [path, st] : scan_skips) Skip(path, st);
+    }
+    auto carried = source_->labels();
+    if (!carried.first.empty()) {
+      if (o_.label_from_dir) {
+        return Status(Code::kInvalidArgument,
+                      fmt::format("{} already carries labels (field '{}'); drop --label-from-dir",
+                                  o_.src, carried.first));
+      }
+      writer_->SetClasses(carried.second, carried.first);  // kept as they are, with classes.txt
+      r_->classes = carried.second.size();
     }
     if (o_.label_from_dir) {
       DS_RETURN_IF_ERROR(labels_.Build(tree));

@@ -64,3 +64,18 @@ sort keys | head -3 > sorted3
 [ "$(wc -l < keys)" -eq 300 ] || fail "ls lists every sample"
 cmp -s first3 sorted3 && fail "--shuffle-seed did not change the order"
 pass "shuffled tiny-files read by the independent reader"
+
+# A native dataset as SRC: reshard, realign, reshuffle; labels and classes carry over.
+"$DSPACK" synth imagenet-like rs --samples 400 --seed 8 -q
+head -c 3000000 /dev/urandom > rs/n01440764/big.bin   # a record over 1 MiB: streamed from the shard
+"$DSPACK" convert rs rs.a --label-from-dir --shard-size 4MiB -q
+"$DSPACK" convert rs.a rs.b --shard-size 16MiB --align 4k --shuffle-seed 2 -q
+"$DSPACK" verify rs.b -q
+cmp -s rs.a/classes.txt rs.b/classes.txt || fail "classes.txt not carried over"
+"$DSPACK" extract rs.b rs.out -q
+diff -r rs rs.out >/dev/null || fail "reshuffled reshard does not restore the source"
+"$DSPACK" convert rs.a rs.c --shard-size 4MiB -q
+for f in rs.a/shard-* rs.a/index.dsi; do cmp -s "$f" "rs.c/${f#rs.a/}" || fail "reshard with the same options changed $f"; done
+expect_exit 2 "$DSPACK" convert rs.a rs.d --label-from-dir
+expect_err "already carries labels"
+pass "native dataset as SRC: resharded, realigned, reshuffled; same options give the same shards"
