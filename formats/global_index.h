@@ -40,6 +40,11 @@ class GlobalIndexBuilder {
   // REQUIRES: shard < 2^24, length < 2^40 (enforced: returns kInvalidArgument).
   Status Add(uint32_t shard, uint64_t offset, uint64_t length, std::string_view key);
   uint64_t size() const { return entries_.size() / 2; }
+  // Avoids the 2x transient of vector growth when the count is known up front.
+  void Reserve(uint64_t samples) {
+    entries_.reserve(samples * 2);
+    keys_.reserve(samples);
+  }
   Status Write(const std::string& path, uint32_t shard_count, uint64_t* file_size, uint64_t* xxh3);
 
  private:

@@ -68,6 +68,8 @@ class DatasetWriter {
   // returns the source position to continue from (0 when nothing was checkpointed).
   Result<uint64_t> ResumeRun(const nlohmann::json& run);
   void SetSourcePosition(uint64_t pos) { source_pos_ = pos; }
+  // Expected number of samples (memory for the index is reserved once).
+  void ReserveSamples(uint64_t n) { index_.Reserve(n); }
   // Inputs skipped before this run resumed are restored from the journal; the count is here.
   uint64_t restored_skipped() const { return restored_skipped_; }
 

@@ -187,6 +187,7 @@ class Packer {
       writer_->SetClasses(labels_.names, "cls");
       r_->classes = labels_.names.size();
     }
+    writer_->ReserveSamples(tree.sample_count());
     if (o_.shuffle_seed) perm_ = ShufflePermutation(tree.sample_count(), *o_.shuffle_seed);
 
     progress_ = std::make_unique<Progress>(o_.progress, "files", tree.file_count());
