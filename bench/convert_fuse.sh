@@ -35,10 +35,10 @@ warm() { cat "$1"/*/* > /dev/null; }
 
 for r in $(seq 1 "$ROUNDS"); do
   drop; run cold-raw-dspack "$DSPACK" convert "$SRC" "$W/out.ds" -q
-  drop; run cold-fuse-dspack "$DSPACK" convert "$MNT" "$W/out.ds" -q
+  drop; run cold-fuse-dspack-t16 "$DSPACK" convert "$MNT" "$W/out.ds" -q --threads 16
   drop; run cold-fuse-dspack-t64 "$DSPACK" convert "$MNT" "$W/out.ds" -q --threads 64
   warm "$SRC"; run warm-raw-dspack "$DSPACK" convert "$SRC" "$W/out.ds" -q
-  warm "$MNT"; run warm-fuse-dspack "$DSPACK" convert "$MNT" "$W/out.ds" -q
+  warm "$MNT"; run warm-fuse-dspack-t16 "$DSPACK" convert "$MNT" "$W/out.ds" -q --threads 16
   warm "$MNT"; run warm-fuse-dspack-t64 "$DSPACK" convert "$MNT" "$W/out.ds" -q --threads 64
 done
 for r in $(seq 1 "$ROUNDS"); do
@@ -67,8 +67,8 @@ rss = {k: max(r for _, r in v) for k, v in runs.items()}
 print(f"tree: {n} files, {b/1e6:.1f} MB; FUSE fixture delay {delay} ms per metadata op;")
 print(f"medians of {rounds} runs (tar through FUSE: {tar_rounds}), measured in one invocation")
 print(f"{'run':<22}{'seconds':>9}{'files/s':>10}{'MB/s':>9}{'peak RSS':>10}{'vs tar':>9}")
-for k in ["cold-raw-dspack", "cold-raw-tar", "cold-fuse-dspack", "cold-fuse-dspack-t64",
-          "cold-fuse-tar", "warm-raw-dspack", "warm-raw-tar", "warm-fuse-dspack",
+for k in ["cold-raw-dspack", "cold-raw-tar", "cold-fuse-dspack-t16", "cold-fuse-dspack-t64",
+          "cold-fuse-tar", "warm-raw-dspack", "warm-raw-tar", "warm-fuse-dspack-t16",
           "warm-fuse-dspack-t64", "warm-fuse-tar"]:
     if k not in med: continue
     parts = k.split("-")
@@ -76,10 +76,10 @@ for k in ["cold-raw-dspack", "cold-raw-tar", "cold-fuse-dspack", "cold-fuse-dspa
     ratio = f"{tar/med[k]:>8.1f}x" if "dspack" in k and tar else ""
     print(f"{k:<22}{med[k]:>9.2f}{n/med[k]:>10.0f}{b/med[k]/1e6:>9.1f}{rss[k]/1024:>8.1f}MB{ratio}")
 for c in ["cold", "warm"]:
-    for t in ["", "-t64"]:
+    for t in ["-t16", "-t64"]:
         f, r = med.get(f"{c}-fuse-dspack{t}"), med.get(f"{c}-raw-dspack")
         if f and r:
-            print(f"{c} dspack{t or ' (16 threads)'} through FUSE / on the raw directory: {f/r:.2f}x the time")
+            print(f"{c} dspack{t} through FUSE / on the raw directory: {f/r:.2f}x the time")
 print("operations in flight (--threads) vs throughput through FUSE, cold:")
 for t in [1, 4, 16, 64]:
     k = f"scaling-t{t}"

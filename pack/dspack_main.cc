@@ -68,7 +68,7 @@ int main(int argc, char** argv) try {
   std::string shard_size = "256MiB", align = "1", on_error = "fail";
   uint64_t seed = 0;
   bool quiet = false, json = false;
-  co.threads = 16;
+  co.threads = 64;
   auto* conv =
       app.add_subcommand("convert", "Pack a directory tree or an archive into a native dataset");
   conv->add_option("SRC", co.src,
@@ -77,7 +77,7 @@ int main(int argc, char** argv) try {
   conv->add_option("OUT", co.out, "Output dataset directory (new or empty)")->required();
   conv->add_option("--shard-size", shard_size, "Target shard size, e.g. 256MiB, 1GB")
       ->capture_default_str();
-  conv->add_option("--threads", co.threads, "Files read in parallel")->capture_default_str();
+  conv->add_option("--threads", co.threads, "Files read in parallel: operations in flight, which hide storage latency")->capture_default_str();
   conv->add_option("--align", align, "Align record starts, e.g. 4k (1 = none)")
       ->capture_default_str();
   conv->add_flag("--label-from-dir", co.label_from_dir,

@@ -34,7 +34,7 @@ struct ConvertOptions {
   std::string out;
   uint64_t shard_size = 256ull << 20;
   uint32_t align = 1;
-  int threads = 16;
+  int threads = 64;
   bool label_from_dir = false;
   std::vector<std::string> include;
   std::vector<std::string> exclude;
