@@ -131,6 +131,14 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   w->manifest_.align = options.align;
   w->manifest_.shard_size = options.shard_size;
   if (options.resume && has_manifest) {
+    auto done = Manifest::Load(out);
+    if (!done.ok() || done->options != options.creation_options) {
+      w->done_ = true;
+      return Status(Code::kAlreadyExists,
+                    out +
+                        ": already holds a finished dataset made with other options (or an "
+                        "unreadable manifest); pass --force to replace it");
+    }
     w->already_complete_ = true;
     w->done_ = true;  // nothing to write, nothing to clean up
     ::unlink((out + "/" + kRunName).c_str());

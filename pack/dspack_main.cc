@@ -77,7 +77,9 @@ int main(int argc, char** argv) try {
   conv->add_option("OUT", co.out, "Output dataset directory (new or empty)")->required();
   conv->add_option("--shard-size", shard_size, "Target shard size, e.g. 256MiB, 1GB")
       ->capture_default_str();
-  conv->add_option("--threads", co.threads, "Files read in parallel: operations in flight, which hide storage latency")->capture_default_str();
+  conv->add_option("--threads", co.threads,
+                   "Files read in parallel: operations in flight, which hide storage latency")
+      ->capture_default_str();
   conv->add_option("--align", align, "Align record starts, e.g. 4k (1 = none)")
       ->capture_default_str();
   conv->add_flag("--label-from-dir", co.label_from_dir,
@@ -166,6 +168,11 @@ int main(int argc, char** argv) try {
     ds::ConvertReport report;
     ds::Status s = ds::Convert(co, &report);
     if (!s.ok()) return Fail(s);
+    if (report.already_complete) {
+      if (!quiet)
+        std::printf("%s already holds the finished dataset; nothing to resume\n", co.out.c_str());
+      return 0;
+    }
     if (json)
       std::printf("%s\n", report.ToJson().dump(2).c_str());
     else if (!quiet)

@@ -54,4 +54,9 @@ if [ ! -f out/manifest.json ]; then
   expect_err "options differ"
 fi
 expect_exit 2 "$DSPACK" convert src out --resume --force
+"$DSPACK" convert src done "${OPTS[@]}" -q
+expect_exit 0 "$DSPACK" convert src done "${OPTS[@]}" --resume
+grep -q "nothing to resume" "$WORK/last.out" || fail "--resume on a finished dataset"
+expect_exit 2 "$DSPACK" convert src done --resume
+expect_err "made with other options"
 pass "--resume with other options refused; --resume and --force exclude each other"
