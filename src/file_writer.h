@@ -60,7 +60,7 @@ class FileWriter {
   struct Free {
     void operator()(char* p) const { std::free(p); }
   };
-  struct Async;  // background writer for direct mode
+  struct Async;               // background writer for direct mode
   Status WriteOut(size_t n);  // writes buf_[0, n) at base_, shifts the rest down
   Status Drain();             // waits for the background write; returns its status
 

@@ -1,11 +1,10 @@
-#include <catch2/catch.hpp>
+#include "src/ordered_workers.h"
 
 #include <atomic>
+#include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 #include <vector>
-
-#include "src/ordered_workers.h"
 
 using namespace ds;
 
