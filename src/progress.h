@@ -29,7 +29,7 @@ class Progress {
   std::string unit_;
   uint64_t total_;
   std::chrono::steady_clock::time_point start_;
-  std::atomic<int64_t> last_draw_ns_{0};
+  std::atomic<int64_t> last_draw_ns_{-1000000000};  // the first update draws at once
   std::mutex mu_;
   bool finished_ = false;
 };

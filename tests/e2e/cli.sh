@@ -31,3 +31,12 @@ $PY -c 'import json; d=json.load(open("summary.json")); assert d["samples"]==1 a
 grep -q "converted 1 files" human.txt || fail "human summary"
 grep -q $'\r' human.txt && fail "no progress bar when stderr is not a terminal"
 pass "--json outputs parse; human summary; no progress bar off a terminal"
+
+# On a terminal (emulated with script(1)), a progress bar with rate and ETA goes to stderr.
+if command -v script >/dev/null; then
+  "$DSPACK" synth tiny-files tty_src --samples 2000 --seed 1 -q
+  script -qec "$DSPACK convert tty_src tty_out --threads 1" /dev/null > tty.txt
+  grep -q "files/s" tty.txt && grep -q "ETA" tty.txt || { cat -v tty.txt; fail "no progress bar on a terminal"; }
+  grep -q "converted 2000 files" tty.txt || fail "summary after the progress bar"
+  pass "progress bar (files/s, MB/s, ETA) on a terminal only"
+fi
