@@ -1,0 +1,70 @@
+#include "src/histogram.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace ds {
+
+size_t LatencyHistogram::Index(uint64_t v) {
+  if (v < 2 * kPerGroup) return static_cast<size_t>(v);  // groups 0 and 1: exact
+  int msb = 63 - __builtin_clzll(v);
+  int group = msb - kBits + 1;
+  if (group >= kGroups) return kBuckets - 1;
+  uint64_t offset = (v >> (msb - kBits)) & (kPerGroup - 1);
+  return static_cast<size_t>(group) * kPerGroup + offset;
+}
+
+uint64_t LatencyHistogram::BucketValue(size_t idx) {
+  if (idx < 2 * kPerGroup) return idx;
+  uint64_t group = idx / kPerGroup;
+  uint64_t offset = idx % kPerGroup;
+  int shift = static_cast<int>(group) - 1;  // bucket width is 2^shift
+  uint64_t base = (kPerGroup + offset) << shift;
+  return base + ((1ull << shift) >> 1);
+}
+
+void LatencyHistogram::Add(uint64_t ns) {
+  buckets_[Index(ns)]++;
+  count_++;
+  min_ = std::min(min_, ns);
+  max_ = std::max(max_, ns);
+  double d = static_cast<double>(ns) - mean_;
+  mean_ += d / static_cast<double>(count_);
+  m2_ += d * (static_cast<double>(ns) - mean_);
+}
+
+void LatencyHistogram::Merge(const LatencyHistogram& o) {
+  if (o.count_ == 0) return;
+  for (size_t i = 0; i < kBuckets; i++) buckets_[i] += o.buckets_[i];
+  double n1 = static_cast<double>(count_), n2 = static_cast<double>(o.count_);
+  double d = o.mean_ - mean_;
+  mean_ = (n1 * mean_ + n2 * o.mean_) / (n1 + n2);
+  m2_ += o.m2_ + d * d * n1 * n2 / (n1 + n2);
+  count_ += o.count_;
+  min_ = std::min(min_, o.min_);
+  max_ = std::max(max_, o.max_);
+}
+
+double LatencyHistogram::stddev() const {
+  return count_ > 1 ? std::sqrt(m2_ / static_cast<double>(count_ - 1)) : 0;
+}
+
+uint64_t LatencyHistogram::Percentile(double p) const {
+  if (count_ == 0) return 0;
+  auto rank = static_cast<uint64_t>(std::ceil(p / 100.0 * static_cast<double>(count_)));
+  if (rank == 0) rank = 1;
+  uint64_t seen = 0;
+  for (size_t i = 0; i < kBuckets; i++) {
+    seen += buckets_[i];
+    if (seen >= rank) return std::clamp(BucketValue(i), min(), max_);
+  }
+  return max_;
+}
+
+const std::vector<double>& LatencyHistogram::DefaultPercentiles() {
+  static const std::vector<double> kList = {1,  5,  10, 20, 30,   40,   50,    60,   70,
+                                            80, 90, 95, 99, 99.5, 99.9, 99.95, 99.99};
+  return kList;
+}
+
+}  // namespace ds
