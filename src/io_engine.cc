@@ -1,0 +1,161 @@
+#include "src/io_engine.h"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <new>
+#include <unordered_map>
+#include <vector>
+
+namespace ds {
+
+Status ErrnoStatus(ssize_t result, std::string_view what) {
+  return Status::FromErrno(static_cast<int>(-result), what);
+}
+
+AlignedBuffer::AlignedBuffer(size_t size, size_t align) : size_(size) {
+  void* p = nullptr;
+  if (::posix_memalign(&p, align, size ? size : align) != 0) throw std::bad_alloc();
+  p_ = static_cast<char*>(p);
+}
+
+AlignedBuffer::~AlignedBuffer() { std::free(p_); }
+
+namespace {
+
+// Completes requests at Queue time; Reap hands them back.
+class SyncEngineBase : public IoEngine {
+ public:
+  explicit SyncEngineBase(unsigned depth) : depth_(depth) {}
+  unsigned depth() const override { return depth_; }
+  unsigned inflight() const override { return static_cast<unsigned>(done_.size()); }
+  Status Queue(IoRequest* r) override {
+    if (done_.size() >= depth_) {
+      return Status(Code::kInvalidArgument, std::string(name()) + ": queue full");
+    }
+    r->result = Do(*r);
+    done_.push_back(r);
+    return Status::Ok();
+  }
+  Result<unsigned> Submit() override { return 0u; }
+  Result<size_t> Reap(size_t, std::span<IoRequest*> out) override {
+    size_t n = 0;
+    while (n < out.size() && !done_.empty()) {
+      out[n++] = done_.front();
+      done_.pop_front();
+    }
+    return n;
+  }
+
+ protected:
+  virtual ssize_t Do(IoRequest& r) = 0;
+
+ private:
+  unsigned depth_;
+  std::deque<IoRequest*> done_;
+};
+
+class PsyncEngine : public SyncEngineBase {
+ public:
+  using SyncEngineBase::SyncEngineBase;
+  std::string_view name() const override { return "psync"; }
+  unsigned flags() const override { return kEngineSync; }
+
+ protected:
+  ssize_t Do(IoRequest& r) override {
+    for (;;) {
+      ssize_t n = r.op == IoRequest::Op::kRead
+                      ? ::pread(r.fd, r.buf, r.len, static_cast<off_t>(r.offset))
+                      : ::pwrite(r.fd, r.buf, r.len, static_cast<off_t>(r.offset));
+      if (n >= 0) return n;
+      if (errno != EINTR) return -errno;
+    }
+  }
+};
+
+class MmapEngine : public SyncEngineBase {
+ public:
+  using SyncEngineBase::SyncEngineBase;
+  ~MmapEngine() override {
+    for (auto& [fd, m] : maps_) {
+      if (m.addr) ::munmap(m.addr, m.size);
+    }
+  }
+  std::string_view name() const override { return "mmap"; }
+  unsigned flags() const override { return kEngineSync | kEngineMemcpy; }
+
+ protected:
+  ssize_t Do(IoRequest& r) override {
+    struct stat st;
+    if (::fstat(r.fd, &st) != 0) return -errno;
+    auto size = static_cast<uint64_t>(st.st_size);
+    Map& m = maps_[r.fd];
+    if (m.size != size) {  // (re)map the whole file when first seen or when its size changed
+      if (m.addr) ::munmap(m.addr, m.size);
+      m = Map{};
+      if (size > 0) {
+        int prot = PROT_READ | (r.op == IoRequest::Op::kWrite ? PROT_WRITE : 0);
+        void* a = ::mmap(nullptr, size, prot, MAP_SHARED, r.fd, 0);
+        if (a == MAP_FAILED) return -errno;
+        m = Map{a, size};
+      }
+    }
+    if (r.offset >= size) return 0;
+    size_t n = static_cast<size_t>(std::min<uint64_t>(r.len, size - r.offset));
+    char* p = static_cast<char*>(m.addr) + r.offset;
+    if (r.op == IoRequest::Op::kRead)
+      std::memcpy(r.buf, p, n);
+    else
+      std::memcpy(p, r.buf, n);  // writes never extend the file (as fio's mmap engine)
+    return static_cast<ssize_t>(n);
+  }
+
+ private:
+  struct Map {
+    void* addr = nullptr;
+    uint64_t size = 0;
+  };
+  std::unordered_map<int, Map> maps_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<IoEngine>> MakeEngine(std::string_view name, const EngineOptions& o) {
+  if (o.depth == 0) return Status(Code::kInvalidArgument, "iodepth must be at least 1");
+  if (name == "psync") return std::unique_ptr<IoEngine>(new PsyncEngine(o.depth));
+  if (name == "mmap") return std::unique_ptr<IoEngine>(new MmapEngine(o.depth));
+  if (name == "io_uring") return internal::MakeIoUringEngine(o);
+  return Status(Code::kInvalidArgument,
+                "unknown ioengine '" + std::string(name) + "' (psync, io_uring, mmap)");
+}
+
+Result<size_t> EngineReadFull(IoEngine& engine, int fd, void* buf, size_t len, uint64_t offset) {
+  size_t done = 0;
+  IoRequest r;
+  IoRequest* out[1];
+  while (done < len) {
+    r.op = IoRequest::Op::kRead;
+    r.fd = fd;
+    r.buf = static_cast<char*>(buf) + done;
+    r.len = len - done;
+    r.offset = offset + done;
+    DS_RETURN_IF_ERROR(engine.Queue(&r));
+    DS_ASSIGN_OR_RETURN(unsigned submitted, engine.Submit());
+    (void)submitted;
+    DS_ASSIGN_OR_RETURN(size_t n, engine.Reap(1, out));
+    if (n != 1 || out[0] != &r) return Status(Code::kIOError, "engine returned a foreign request");
+    if (r.result < 0) {
+      if (r.result == -EINTR || r.result == -EAGAIN) continue;  // requeue
+      return ErrnoStatus(r.result, "read at offset " + std::to_string(r.offset));
+    }
+    if (r.result == 0) break;               // EOF
+    done += static_cast<size_t>(r.result);  // a short read is requeued for the rest
+  }
+  return done;
+}
+
+}  // namespace ds

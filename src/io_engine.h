@@ -1,0 +1,101 @@
+// IO engines, shaped like fio's ops table (fio ioengines.h): Queue / Submit / Reap, with
+// capability flags. The benchmark (dsbench), and later the packer and the sync tool, drive
+// storage through this layer, so a result measured by dsbench is what the tools can do.
+//
+//   psync     pread/pwrite, completed inside Queue (fio's "psync"); always available
+//   io_uring  liburing; Submit hands the batch to the kernel, Reap waits once and drains
+//             (liburing's io_uring-cp loop). Options: SQPOLL. Only io_uring_engine.cc includes
+//             liburing.h.
+//   mmap      memcpy from/to a MAP_SHARED mapping of the whole file (fio's "mmap"); a file
+//             truncated under it raises SIGBUS, as with any mmap reader.
+//
+// Contract: an IoRequest belongs to the caller and must stay alive until Reap returns it.
+// result is the byte count (possibly short: at EOF, or a partial transfer) or -errno.
+// ErrnoStatus converts a -errno result into a Status in one place.
+// O_DIRECT is the caller's business: open the fd with it and pass buffers and offsets aligned to
+// the device's logical block size (AlignedBuffer helps).
+// Thread-safety: an engine is used by one thread (one engine per worker, as fio does).
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "src/status.h"
+
+namespace ds {
+
+struct IoRequest {
+  enum class Op : uint8_t { kRead, kWrite };
+  Op op = Op::kRead;
+  int fd = -1;
+  void* buf = nullptr;
+  size_t len = 0;
+  uint64_t offset = 0;
+  ssize_t result = 0;    // set on completion: bytes, or -errno
+  void* user = nullptr;  // the caller's context, untouched
+};
+
+enum EngineFlag : unsigned {
+  kEngineSync = 1u << 0,    // Queue completes the request (no real queue depth)
+  kEngineMemcpy = 1u << 1,  // no syscall per IO (mmap): O_DIRECT does not apply
+};
+
+struct EngineOptions {
+  unsigned depth = 32;  // requests in flight at most
+  bool sqpoll = false;  // io_uring: kernel thread polls the submission queue
+};
+
+class IoEngine {
+ public:
+  virtual ~IoEngine() = default;
+  virtual std::string_view name() const = 0;
+  virtual unsigned flags() const = 0;
+  virtual unsigned depth() const = 0;
+  virtual unsigned inflight() const = 0;
+  // Queues r (REQUIRES: inflight() < depth(); else kInvalidArgument).
+  virtual Status Queue(IoRequest* r) = 0;
+  // Hands what was queued to the kernel; returns how many requests were submitted.
+  virtual Result<unsigned> Submit() = 0;
+  // Waits until at least `min` requests are complete (0: do not wait), then returns up to
+  // out.size() of them in out. REQUIRES: min <= inflight().
+  virtual Result<size_t> Reap(size_t min, std::span<IoRequest*> out) = 0;
+};
+
+// name: "psync", "io_uring" or "mmap". io_uring that the kernel refuses (old kernel, seccomp)
+// is kUnsupported with the reason, so a caller can fall back to psync and say so.
+Result<std::unique_ptr<IoEngine>> MakeEngine(std::string_view name, const EngineOptions& options);
+
+// "<what>: <strerror(-result)>" for a failed request.
+Status ErrnoStatus(ssize_t result, std::string_view what);
+
+// Reads [offset, offset+len) through the engine, requeueing short reads until done or EOF.
+// Returns the bytes read (less than len only at EOF).
+Result<size_t> EngineReadFull(IoEngine& engine, int fd, void* buf, size_t len, uint64_t offset);
+
+// A buffer aligned for O_DIRECT (4 KiB), not zero-filled.
+class AlignedBuffer {
+ public:
+  explicit AlignedBuffer(size_t size, size_t align = 4096);
+  ~AlignedBuffer();
+  AlignedBuffer(AlignedBuffer&& o) noexcept : p_(o.p_), size_(o.size_) { o.p_ = nullptr; }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+  char* data() { return p_; }
+  size_t size() const { return size_; }
+
+ private:
+  char* p_ = nullptr;
+  size_t size_ = 0;
+};
+
+namespace internal {
+Result<std::unique_ptr<IoEngine>> MakeIoUringEngine(const EngineOptions& options);
+}  // namespace internal
+
+}  // namespace ds

@@ -1,0 +1,92 @@
+// The io_uring engine: the only file that includes liburing.h.
+#include <liburing.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "src/io_engine.h"
+
+namespace ds::internal {
+namespace {
+
+class IoUringEngine : public IoEngine {
+ public:
+  explicit IoUringEngine(unsigned depth) : depth_(depth) {}
+  ~IoUringEngine() override { io_uring_queue_exit(&ring_); }
+
+  Status Init(bool sqpoll) {
+    io_uring_params p;
+    std::memset(&p, 0, sizeof p);
+    if (sqpoll) {
+      p.flags |= IORING_SETUP_SQPOLL;
+      p.sq_thread_idle = 100;
+    }
+    int rc = io_uring_queue_init_params(depth_, &ring_, &p);
+    if (rc < 0) {
+      return Status(Code::kUnsupported,
+                    std::string("io_uring unavailable: ") + std::strerror(-rc) +
+                        (rc == -EPERM ? " (blocked by seccomp or kernel.io_uring_disabled?)" : ""),
+                    -rc);
+    }
+    return Status::Ok();
+  }
+
+  std::string_view name() const override { return "io_uring"; }
+  unsigned flags() const override { return 0; }
+  unsigned depth() const override { return depth_; }
+  unsigned inflight() const override { return inflight_; }
+
+  Status Queue(IoRequest* r) override {
+    io_uring_sqe* sqe = inflight_ < depth_ ? io_uring_get_sqe(&ring_) : nullptr;
+    if (!sqe) return Status(Code::kInvalidArgument, "io_uring: queue full");
+    if (r->op == IoRequest::Op::kRead) {
+      io_uring_prep_read(sqe, r->fd, r->buf, static_cast<unsigned>(r->len), r->offset);
+    } else {
+      io_uring_prep_write(sqe, r->fd, r->buf, static_cast<unsigned>(r->len), r->offset);
+    }
+    io_uring_sqe_set_data(sqe, r);
+    inflight_++;
+    return Status::Ok();
+  }
+
+  Result<unsigned> Submit() override {
+    int rc;
+    do {
+      rc = io_uring_submit(&ring_);
+    } while (rc == -EINTR);
+    if (rc < 0) return Status::FromErrno(-rc, "io_uring_submit");
+    return static_cast<unsigned>(rc);
+  }
+
+  Result<size_t> Reap(size_t min, std::span<IoRequest*> out) override {
+    size_t n = 0;
+    while (n < out.size()) {
+      io_uring_cqe* cqe = nullptr;
+      int rc = n < min ? io_uring_wait_cqe(&ring_, &cqe) : io_uring_peek_cqe(&ring_, &cqe);
+      if (rc == -EAGAIN || (rc == 0 && !cqe)) break;  // nothing more ready
+      if (rc == -EINTR) continue;
+      if (rc < 0) return Status::FromErrno(-rc, "io_uring_wait_cqe");
+      auto* r = static_cast<IoRequest*>(io_uring_cqe_get_data(cqe));
+      r->result = cqe->res;  // bytes or -errno, as IoRequest promises
+      io_uring_cqe_seen(&ring_, cqe);
+      inflight_--;
+      out[n++] = r;
+    }
+    return n;
+  }
+
+ private:
+  unsigned depth_;
+  unsigned inflight_ = 0;
+  io_uring ring_{};
+};
+
+}  // namespace
+
+Result<std::unique_ptr<IoEngine>> MakeIoUringEngine(const EngineOptions& o) {
+  auto e = std::make_unique<IoUringEngine>(o.depth);
+  DS_RETURN_IF_ERROR(e->Init(o.sqpoll));
+  return std::unique_ptr<IoEngine>(std::move(e));
+}
+
+}  // namespace ds::internal
