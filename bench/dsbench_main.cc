@@ -1,0 +1,203 @@
+// dsbench: storage benchmarks for ML training data (docs/dsbench.md).
+// Exit codes: 0 ok (storage: PASS), 1 storage: FAIL, 2 usage or IO error.
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+
+#include "bench/io_job.h"
+#include "bench/stop.h"
+#include "src/human.h"
+#include "src/system_probe.h"
+
+namespace {
+
+int Fail(const ds::Status& s) {
+  std::fprintf(stderr, "dsbench: %s\n", ds::EscapeBytes(s.message()).c_str());
+  return s.code() == ds::Code::kOk ? 0 : 2;
+}
+
+bool Size(const std::string& text, const char* flag, uint64_t* out, ds::Status* err) {
+  auto v = ds::ParseSize(text);
+  if (!v.ok()) {
+    *err = v.status().Prefixed(flag);
+    return false;
+  }
+  *out = *v;
+  return true;
+}
+
+// Runs a job; falls back from io_uring to psync with a warning when the kernel refuses it.
+ds::Result<std::vector<ds::bench::JobResult>> RunWithFallback(ds::bench::IoJobOptions o) {
+  auto r = ds::bench::RunIoJobs(o);
+  if (!r.ok() && r.status().code() == ds::Code::kUnsupported && o.ioengine == "io_uring") {
+    std::fprintf(stderr, "dsbench: warning: %s; falling back to psync\n",
+                 r.status().message().c_str());
+    o.ioengine = "psync";
+    return ds::bench::RunIoJobs(o);
+  }
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  CLI::App app{"dsbench: can this storage feed ML training? fio-compatible IO jobs and a verdict"};
+  app.set_version_flag("--version", std::string("dsbench ") + DSPACK_VERSION);
+  app.require_subcommand(1);
+  app.footer(
+      "Exit codes: 0 ok / PASS, 1 FAIL (storage verdict), 2 usage or IO error.\n"
+      "Docs: docs/dsbench.md");
+
+  ds::bench::IoJobOptions o;
+  std::string rw = "read", bs = "4k", size = "0", output_format = "normal";
+  auto* io = app.add_subcommand("io", "Run one fio-style job against PATH (a directory or file)");
+  io->add_option("PATH", o.path)->required();
+  io->add_option("--name", o.name, "Job name (the test file is PATH/dsbench.<name>.0)")
+      ->capture_default_str();
+  io->add_option("--rw", rw, "read|write|randread|randwrite|randrw")->capture_default_str();
+  io->add_option("--bs", bs, "Block size, e.g. 4k, 1M")->capture_default_str();
+  io->add_option("--iodepth", o.iodepth, "Requests in flight per job")->capture_default_str();
+  io->add_option("--numjobs", o.numjobs, "Parallel jobs on the same file")->capture_default_str();
+  io->add_option("--direct", o.direct, "1 = O_DIRECT")->capture_default_str();
+  io->add_option("--size", size, "Bytes per job (and test file size), e.g. 1G")
+      ->capture_default_str();
+  io->add_option("--runtime", o.runtime, "Seconds (0 = until --size is done)")
+      ->capture_default_str();
+  io->add_flag("--time_based", o.time_based, "Repeat over the file until --runtime");
+  io->add_option("--ramp_time", o.ramp_time, "Seconds not counted")->capture_default_str();
+  io->add_option("--ioengine", o.ioengine, "psync|io_uring|mmap")->capture_default_str();
+  io->add_option("--invalidate", o.invalidate, "Drop the file's cached pages first")
+      ->capture_default_str();
+  io->add_option("--rwmixread", o.rwmixread, "randrw: % reads")->capture_default_str();
+  io->add_flag("--group_reporting", o.group_reporting, "One result for all jobs");
+  io->add_option("--output-format", output_format, "normal|json")->capture_default_str();
+  io->add_flag("--keep", o.keep, "Keep the test file");
+  io->add_flag("--allow-device", o.allow_device, "Allow PATH to be a block device");
+
+  std::string min_bw = "500MB/s", ssize = "", sruntime = "";
+  uint64_t min_iops = 5000;
+  bool quick = false, sjson = false, skeep = false;
+  bool sdirect = true;
+  auto* storage = app.add_subcommand("storage",
+                                     "Verdict: sequential 1 MiB read and random 4 KiB "
+                                     "read against the bar (default 500MB/s, 5000 IOPS)");
+  std::string spath;
+  storage->add_option("PATH", spath)->required();
+  storage->add_option("--min-bw", min_bw, "Sequential read bar")->capture_default_str();
+  storage->add_option("--min-iops", min_iops, "Random 4k read bar")->capture_default_str();
+  storage->add_option("--size", ssize, "Test file size (default 8G, --quick 1G)");
+  storage->add_option("--runtime", sruntime, "Seconds per test (default 30, --quick 5)");
+  storage->add_option("--direct", sdirect, "1 = O_DIRECT (default)")->capture_default_str();
+  storage->add_flag("--quick", quick, "Short run: a first look, not a verdict to trust");
+  storage->add_flag("--json", sjson, "Print results as JSON");
+  storage->add_flag("--keep", skeep, "Keep the test file");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    app.exit(e);
+    return 2;
+  }
+  ds::bench::InstallStopHandlers();
+  ds::Status err;
+
+  if (io->parsed()) {
+    auto mode = ds::bench::ParseRw(rw);
+    if (!mode.ok()) return Fail(mode.status());
+    o.rw = *mode;
+    if (!Size(bs, "--bs", &o.bs, &err) || !Size(size, "--size", &o.size, &err)) return Fail(err);
+    if (output_format != "normal" && output_format != "json") {
+      return Fail(ds::Status(ds::Code::kInvalidArgument, "--output-format: normal or json"));
+    }
+    ds::SystemProbe probe = ds::ProbeSystem(o.path);
+    auto r = ds::bench::RunIoJobs(o);
+    if (!r.ok()) return Fail(r.status());
+    if (output_format == "json") {
+      auto j = ds::bench::JobsJson(o, *r);
+      j["dsbench"] = {{"probe", probe.ToJson()}, {"interrupted", ds::bench::StopRequested()}};
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      std::fputs(probe.ToText().c_str(), stdout);
+      std::fputs(ds::bench::JobsText(o, *r).c_str(), stdout);
+      if (ds::bench::StopRequested()) std::puts("interrupted: partial results above");
+    }
+    return 0;
+  }
+
+  // storage verdict
+  uint64_t bar_bw = 0, file_size = 0;
+  if (!Size(min_bw, "--min-bw", &bar_bw, &err)) return Fail(err);
+  if (!Size(ssize.empty() ? (quick ? "1G" : "8G") : ssize, "--size", &file_size, &err))
+    return Fail(err);
+  double runtime = sruntime.empty() ? (quick ? 5 : 30) : std::stod(sruntime);
+  ds::SystemProbe probe = ds::ProbeSystem(spath);
+  if (!sjson) std::fputs(probe.ToText().c_str(), stdout);
+  ds::bench::IoJobOptions seq;
+  seq.name = "storage";
+  seq.path = spath;
+  seq.rw = ds::bench::RwMode::kRead;
+  seq.bs = 1 << 20;
+  seq.numjobs = 4;
+  seq.iodepth = 8;
+  seq.direct = sdirect;
+  seq.size = file_size;
+  seq.runtime = runtime;
+  seq.time_based = true;
+  seq.ramp_time = quick ? 0.5 : 2;
+  seq.ioengine = "io_uring";
+  seq.group_reporting = true;
+  seq.keep = true;  // the random test reuses the file
+  auto s1 = RunWithFallback(seq);
+  if (!s1.ok()) return Fail(s1.status());
+  ds::bench::IoJobOptions rnd = seq;
+  rnd.rw = ds::bench::RwMode::kRandRead;
+  rnd.bs = 4096;
+  rnd.numjobs = 1;
+  rnd.iodepth = 32;
+  rnd.keep = skeep;
+  auto s2 = RunWithFallback(rnd);
+  if (!s2.ok()) return Fail(s2.status());
+  const auto& a = (*s1)[0];
+  const auto& b = (*s2)[0];
+  double bw = a.read.io_bytes / (a.runtime_ms / 1e3);
+  double iops = b.read.ios / (b.runtime_ms / 1e3);
+  bool pass_bw = bw >= static_cast<double>(bar_bw);
+  bool pass_iops = iops >= static_cast<double>(min_iops);
+  if (sjson) {
+    nlohmann::json j = {{"probe", probe.ToJson()},
+                        {"sequential_read", ds::bench::JobsJson(seq, *s1)["jobs"][0]},
+                        {"random_read", ds::bench::JobsJson(rnd, *s2)["jobs"][0]},
+                        {"verdict",
+                         {{"bw_bytes", bw},
+                          {"min_bw_bytes", bar_bw},
+                          {"bw_pass", pass_bw},
+                          {"iops", iops},
+                          {"min_iops", min_iops},
+                          {"iops_pass", pass_iops},
+                          {"pass", pass_bw && pass_iops},
+                          {"quick", quick}}}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::fputs(ds::bench::JobsText(seq, *s1).c_str(), stdout);
+    std::fputs(ds::bench::JobsText(rnd, *s2).c_str(), stdout);
+    std::printf("\nsequential 1 MiB read: %s  (bar %s)  %s\n", ds::FormatRate(bw).c_str(),
+                ds::FormatRate(static_cast<double>(bar_bw)).c_str(), pass_bw ? "PASS" : "FAIL");
+    std::printf("random 4 KiB read:     %s IOPS  (bar %llu)  %s\n", ds::FormatCount(iops).c_str(),
+                static_cast<unsigned long long>(min_iops), pass_iops ? "PASS" : "FAIL");
+    if (quick) std::puts("(--quick: a first look; run without --quick for a verdict to trust)");
+  }
+  return pass_bw && pass_iops ? 0 : 1;
+} catch (const std::bad_alloc&) {
+  std::fprintf(stderr, "dsbench: out of memory\n");
+  return 2;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "dsbench: internal error: %s\n", e.what());
+  return 2;
+}

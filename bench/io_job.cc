@@ -1,0 +1,363 @@
+#include "bench/io_job.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <thread>
+
+#include "bench/stop.h"
+#include "src/fd.h"
+#include "src/human.h"
+#include "src/io_engine.h"
+#include "src/random.h"
+#include "src/system_probe.h"
+
+namespace ds::bench {
+
+Result<RwMode> ParseRw(const std::string& t) {
+  if (t == "read") return RwMode::kRead;
+  if (t == "write") return RwMode::kWrite;
+  if (t == "randread") return RwMode::kRandRead;
+  if (t == "randwrite") return RwMode::kRandWrite;
+  if (t == "randrw") return RwMode::kRandRw;
+  return Status(Code::kInvalidArgument,
+                "--rw " + t + ": choose read, write, randread, randwrite or randrw");
+}
+
+const char* RwName(RwMode m) {
+  switch (m) {
+    case RwMode::kRead:
+      return "read";
+    case RwMode::kWrite:
+      return "write";
+    case RwMode::kRandRead:
+      return "randread";
+    case RwMode::kRandWrite:
+      return "randwrite";
+    case RwMode::kRandRw:
+      return "randrw";
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+      .count();
+}
+bool Random(RwMode m) {
+  return m == RwMode::kRandRead || m == RwMode::kRandWrite || m == RwMode::kRandRw;
+}
+bool Writes(RwMode m) {
+  return m == RwMode::kWrite || m == RwMode::kRandWrite || m == RwMode::kRandRw;
+}
+
+struct TestFile {
+  std::string path;
+  bool created = false;
+};
+
+// Resolves PATH to the test file, creating and filling it when it is ours.
+Result<TestFile> PrepareFile(IoJobOptions& o) {
+  struct stat st;
+  if (::stat(o.path.c_str(), &st) != 0) {
+    return Status::FromErrno(errno, o.path + ": give an existing directory or file",
+                             Code::kInvalidArgument);
+  }
+  TestFile f;
+  if (S_ISBLK(st.st_mode) && !o.allow_device) {
+    return Status(Code::kInvalidArgument, o.path +
+                                              ": a block device; dsbench refuses to touch "
+                                              "one unless --allow-device is given");
+  }
+  if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+    f.path = o.path;
+    if (o.size == 0) o.size = static_cast<uint64_t>(st.st_size);
+    if (S_ISREG(st.st_mode) && !Writes(o.rw) && static_cast<uint64_t>(st.st_size) < o.size) {
+      return Status(Code::kInvalidArgument,
+                    fmt::format("{}: {} bytes, less than --size {}", o.path, st.st_size, o.size));
+    }
+    return f;
+  }
+  if (!S_ISDIR(st.st_mode))
+    return Status(Code::kInvalidArgument, o.path + ": not a file or directory");
+  if (o.size == 0)
+    return Status(Code::kInvalidArgument, "--size is needed when PATH is a directory");
+  f.path = o.path + "/dsbench." + o.name + ".0";
+  struct stat fst;
+  if (::stat(f.path.c_str(), &fst) == 0 && static_cast<uint64_t>(fst.st_size) >= o.size) return f;
+  struct statvfs vfs;
+  if (::statvfs(o.path.c_str(), &vfs) == 0) {
+    uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (avail < o.size) {
+      return Status(Code::kNoSpace, fmt::format("{}: not enough free space for a {} test file "
+                                                "({} free); lower --size",
+                                                o.path, FormatBytes(o.size), FormatBytes(avail)));
+    }
+  }
+  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(f.path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+  f.created = true;
+  std::string buf(1 << 20, '\0');
+  Rng rng(o.seed, 0xF11E);
+  for (uint64_t done = 0; done < o.size;) {
+    size_t k = static_cast<size_t>(std::min<uint64_t>(buf.size(), o.size - done));
+    rng.Fill(buf.data(), k);  // incompressible
+    Status s = WriteFull(fd.get(), buf.data(), k, f.path);
+    if (!s.ok()) {
+      ::unlink(f.path.c_str());
+      return s;
+    }
+    done += k;
+  }
+  if (::fsync(fd.get()) != 0) {
+    ::unlink(f.path.c_str());
+    return Status::FromErrno(errno, f.path + ": fsync");
+  }
+  return f;
+}
+
+double CpuSeconds(const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; }
+
+Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job, JobResult* out) {
+  EngineOptions eo;
+  eo.depth = o.iodepth;
+  DS_ASSIGN_OR_RETURN(auto engine, MakeEngine(o.ioengine, eo));
+  int flags = (Writes(o.rw) ? O_RDWR : O_RDONLY) | (o.direct ? O_DIRECT : 0);
+  auto fd = OpenFile(file, flags);
+  if (!fd.ok()) {
+    if (o.direct && fd.status().err() == EINVAL) {
+      struct statfs sf;
+      std::string fs =
+          ::statfs(file.c_str(), &sf) == 0 ? FsTypeName(static_cast<uint64_t>(sf.f_type)) : "?";
+      return Status(Code::kInvalidArgument, fmt::format("{}: this file system ({}) refuses "
+                                                        "O_DIRECT; use --direct=0",
+                                                        file, fs));
+    }
+    return fd.status();
+  }
+  if (o.invalidate) ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_DONTNEED);
+  unsigned depth = o.iodepth;
+  std::vector<AlignedBuffer> bufs;
+  for (unsigned i = 0; i < depth; i++) {
+    bufs.emplace_back(o.bs);
+    Rng(o.seed, job * 1000 + i).Fill(bufs.back().data(), o.bs);
+  }
+  std::vector<IoRequest> reqs(depth);
+  std::vector<int64_t> issued(depth);
+  std::vector<IoRequest*> done(depth);
+  Rng rng(o.seed, job + 1);
+  uint64_t blocks = o.size / o.bs;
+  uint64_t seq = 0, issued_bytes = 0;
+  int64_t start = NowNs();
+  int64_t ramp_end = start + static_cast<int64_t>(o.ramp_time * 1e9);
+  int64_t deadline = o.runtime > 0 ? ramp_end + static_cast<int64_t>(o.runtime * 1e9) : INT64_MAX;
+  int64_t measured_from = ramp_end;
+  bool ramping = o.ramp_time > 0;
+  rusage ru0{}, ru1{};
+  ::getrusage(RUSAGE_THREAD, &ru0);
+  std::vector<unsigned> free_slots;
+  for (unsigned i = 0; i < depth; i++) free_slots.push_back(depth - 1 - i);
+  auto more = [&](int64_t now) {
+    if (StopRequested() || now >= deadline) return false;
+    return o.time_based || issued_bytes < o.size;
+  };
+  int64_t now = start;
+  while (true) {
+    while (!free_slots.empty() && more(now)) {
+      unsigned slot = free_slots.back();
+      free_slots.pop_back();
+      IoRequest& r = reqs[slot];
+      bool write = o.rw == RwMode::kWrite || o.rw == RwMode::kRandWrite ||
+                   (o.rw == RwMode::kRandRw && rng.Below(100) >= o.rwmixread);
+      uint64_t block = Random(o.rw) ? rng.Below(blocks) : seq++ % blocks;
+      r = IoRequest{write ? IoRequest::Op::kWrite : IoRequest::Op::kRead,
+                    fd->get(),
+                    bufs[slot].data(),
+                    o.bs,
+                    block * o.bs,
+                    0,
+                    reinterpret_cast<void*>(static_cast<uintptr_t>(slot))};
+      issued[slot] = NowNs();
+      DS_RETURN_IF_ERROR(engine->Queue(&r));
+      issued_bytes += o.bs;
+    }
+    if (engine->inflight() == 0) break;
+    DS_RETURN_IF_ERROR(engine->Submit().status());
+    DS_ASSIGN_OR_RETURN(size_t n, engine->Reap(1, done));
+    now = NowNs();
+    if (ramping && now >= ramp_end) {  // ramp over: start counting from here
+      ramping = false;
+      measured_from = now;
+      out->read = DirStats{};
+      out->write = DirStats{};
+      ::getrusage(RUSAGE_THREAD, &ru0);
+    }
+    for (size_t k = 0; k < n; k++) {
+      IoRequest* r = done[k];
+      auto slot = static_cast<unsigned>(reinterpret_cast<uintptr_t>(r->user));
+      if (r->result < 0) {
+        return ErrnoStatus(r->result, fmt::format("{}: {} of {} at offset {}", file,
+                                                  r->op == IoRequest::Op::kRead ? "read" : "write",
+                                                  o.bs, r->offset));
+      }
+      DirStats& d = r->op == IoRequest::Op::kRead ? out->read : out->write;
+      if (!ramping) {
+        d.io_bytes += static_cast<uint64_t>(r->result);
+        d.ios++;
+        d.clat.Add(static_cast<uint64_t>(now - issued[slot]));
+      }
+      free_slots.push_back(slot);
+    }
+  }
+  ::getrusage(RUSAGE_THREAD, &ru1);
+  out->runtime_ms = static_cast<double>(NowNs() - measured_from) / 1e6;
+  double secs = out->runtime_ms / 1e3;
+  if (secs > 0) {
+    out->usr_cpu = (CpuSeconds(ru1.ru_utime) - CpuSeconds(ru0.ru_utime)) / secs * 100;
+    out->sys_cpu = (CpuSeconds(ru1.ru_stime) - CpuSeconds(ru0.ru_stime)) / secs * 100;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<std::vector<JobResult>> RunIoJobs(const IoJobOptions& options) {
+  IoJobOptions o = options;
+  if (o.bs == 0 || o.iodepth == 0 || o.numjobs == 0) {
+    return Status(Code::kInvalidArgument, "--bs, --iodepth and --numjobs must be positive");
+  }
+  if (o.direct && o.bs % 512 != 0) {
+    return Status(Code::kInvalidArgument,
+                  fmt::format("--bs {} is not a multiple of 512, which --direct=1 needs", o.bs));
+  }
+  DS_ASSIGN_OR_RETURN(TestFile file, PrepareFile(o));
+  auto cleanup = [&] {
+    if (file.created && !o.keep) ::unlink(file.path.c_str());
+  };
+  if (o.bs > o.size) {
+    cleanup();
+    return Status(Code::kInvalidArgument,
+                  fmt::format("--bs {} is larger than --size {}", o.bs, o.size));
+  }
+  std::vector<JobResult> results(o.numjobs);
+  std::vector<Status> errors(o.numjobs);
+  std::vector<std::thread> threads;
+  for (unsigned j = 0; j < o.numjobs; j++) {
+    results[j].name = o.name;
+    threads.emplace_back([&, j] { errors[j] = RunOne(o, file.path, j, &results[j]); });
+  }
+  for (auto& t : threads) t.join();
+  cleanup();
+  for (const auto& e : errors) DS_RETURN_IF_ERROR(e);
+  if (!o.group_reporting || o.numjobs == 1) return results;
+  JobResult g;
+  g.name = o.name;
+  g.jobs = o.numjobs;
+  for (const auto& r : results) {
+    g.runtime_ms = std::max(g.runtime_ms, r.runtime_ms);  // fio: the slowest job's runtime
+    for (auto [dst, src] : {std::pair{&g.read, &r.read}, std::pair{&g.write, &r.write}}) {
+      dst->io_bytes += src->io_bytes;
+      dst->ios += src->ios;
+      dst->clat.Merge(src->clat);
+    }
+    g.usr_cpu += r.usr_cpu;
+    g.sys_cpu += r.sys_cpu;
+  }
+  return std::vector<JobResult>{g};
+}
+
+namespace {
+
+nlohmann::json DirJson(const DirStats& d, double runtime_ms) {
+  double secs = runtime_ms / 1e3;
+  nlohmann::json pct = nlohmann::json::object();
+  for (double p : LatencyHistogram::DefaultPercentiles()) {
+    pct[fmt::format("{:.6f}", p)] = d.clat.Percentile(p);
+  }
+  double bw = secs > 0 ? static_cast<double>(d.io_bytes) / secs : 0;
+  return {{"io_bytes", d.io_bytes},
+          {"io_kbytes", d.io_bytes / 1024},
+          {"bw_bytes", static_cast<uint64_t>(bw)},
+          {"bw", static_cast<uint64_t>(bw / 1024)},
+          {"iops", secs > 0 ? static_cast<double>(d.ios) / secs : 0.0},
+          {"runtime", static_cast<uint64_t>(runtime_ms)},
+          {"total_ios", d.ios},
+          {"clat_ns",
+           {{"min", d.clat.min()},
+            {"max", d.clat.max()},
+            {"mean", d.clat.mean()},
+            {"stddev", d.clat.stddev()},
+            {"N", d.clat.count()},
+            {"percentile", pct}}}};
+}
+
+std::string DirText(const char* what, const DirStats& d, double runtime_ms) {
+  if (d.ios == 0) return "";
+  double secs = runtime_ms / 1e3;
+  double bw = static_cast<double>(d.io_bytes) / secs;
+  std::string s = fmt::format("  {}: IOPS={}, BW={}/s ({})({}/{}msec)\n", what,
+                              FormatCount(static_cast<double>(d.ios) / secs),
+                              FormatBytes(static_cast<uint64_t>(bw)), FormatRate(bw),
+                              FormatBytes(d.io_bytes), static_cast<uint64_t>(runtime_ms));
+  s += fmt::format("    clat (usec): min={:.0f}, max={:.0f}, avg={:.2f}, stdev={:.2f}\n",
+                   d.clat.min() / 1e3, d.clat.max() / 1e3, d.clat.mean() / 1e3,
+                   d.clat.stddev() / 1e3);
+  s += "    clat percentiles (usec):\n";
+  const auto& ps = LatencyHistogram::DefaultPercentiles();
+  for (size_t i = 0; i < ps.size(); i++) {
+    if (i % 4 == 0) s += "     |";
+    s += fmt::format(" {:6.2f}th=[{:>6}]", ps[i], (d.clat.Percentile(ps[i]) + 500) / 1000);
+    s += (i % 4 == 3 || i + 1 == ps.size()) ? "\n" : ",";
+  }
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json JobsJson(const IoJobOptions& o, const std::vector<JobResult>& results) {
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& r : results) {
+    jobs.push_back({{"jobname", r.name},
+                    {"groupid", 0},
+                    {"error", 0},
+                    {"job_runtime", static_cast<uint64_t>(r.runtime_ms)},
+                    {"job options",
+                     {{"rw", RwName(o.rw)},
+                      {"bs", std::to_string(o.bs)},
+                      {"iodepth", std::to_string(o.iodepth)},
+                      {"ioengine", o.ioengine},
+                      {"direct", o.direct ? "1" : "0"},
+                      {"numjobs", std::to_string(o.numjobs)}}},
+                    {"read", DirJson(r.read, r.runtime_ms)},
+                    {"write", DirJson(r.write, r.runtime_ms)},
+                    {"usr_cpu", r.usr_cpu},
+                    {"sys_cpu", r.sys_cpu}});
+  }
+  return {{"fio version", std::string("dsbench-") + DSPACK_VERSION}, {"jobs", jobs}};
+}
+
+std::string JobsText(const IoJobOptions& o, const std::vector<JobResult>& results) {
+  std::string s;
+  for (const auto& r : results) {
+    s += fmt::format(
+        "{}: (groupid=0, jobs={}): err= 0: rw={}, bs={}, ioengine={}, iodepth={}, "
+        "direct={}\n",
+        r.name, r.jobs, RwName(o.rw), FormatBytes(o.bs), o.ioengine, o.iodepth, o.direct ? 1 : 0);
+    s += DirText("read", r.read, r.runtime_ms);
+    s += DirText("write", r.write, r.runtime_ms);
+    s += fmt::format("  cpu          : usr={:.2f}%, sys={:.2f}%\n", r.usr_cpu, r.sys_cpu);
+  }
+  return s;
+}
+
+}  // namespace ds::bench

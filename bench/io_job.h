@@ -1,0 +1,75 @@
+// fio-compatible IO jobs for `dsbench io` and `dsbench storage` (docs/dsbench.md).
+//
+// Option names and semantics follow fio's HOWTO: rw, bs, iodepth, numjobs, direct, size,
+// runtime, time_based, ramp_time, ioengine, invalidate, rwmixread, group_reporting. All jobs of
+// a run use the same test file, as fio does with --filename. Each job thread owns one IO engine
+// (src/io_engine.h) and keeps `iodepth` requests in flight; completion latency (submission to
+// completion, fio's clat) goes into a LatencyHistogram after ramp_time. Rates use fio's formulas
+// (bytes*1000/runtime_ms), and a group's runtime is its slowest job's.
+//
+// Test files: when PATH is a directory, the file is PATH/dsbench.<name>.0 and is created by
+// the run (incompressible content), checked against free space first, and removed afterwards
+// unless `keep`. When PATH is an existing regular file it is used as is and never removed; it
+// must hold `size` bytes for reads. A block device is refused unless allow_device.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "src/histogram.h"
+#include "src/status.h"
+
+namespace ds::bench {
+
+enum class RwMode { kRead, kWrite, kRandRead, kRandWrite, kRandRw };
+
+struct IoJobOptions {
+  std::string name = "dsbench";
+  std::string path;
+  RwMode rw = RwMode::kRead;
+  uint64_t bs = 4096;
+  unsigned iodepth = 1;
+  unsigned numjobs = 1;
+  bool direct = false;
+  uint64_t size = 0;        // bytes of the file each job works on (and does, unless time_based)
+  double runtime = 0;       // seconds; 0 = until `size` is done
+  bool time_based = false;  // keep going over the file until runtime
+  double ramp_time = 0;     // seconds not counted
+  std::string ioengine = "psync";
+  bool invalidate = true;  // posix_fadvise(DONTNEED) on the file before the job
+  unsigned rwmixread = 50;
+  bool group_reporting = false;
+  bool keep = false;
+  bool allow_device = false;
+  uint64_t seed = 0x6473626e;
+};
+
+struct DirStats {
+  uint64_t io_bytes = 0;
+  uint64_t ios = 0;
+  LatencyHistogram clat;
+};
+
+struct JobResult {
+  std::string name;
+  unsigned jobs = 1;  // > 1 for a group-reported result
+  double runtime_ms = 0;
+  DirStats read, write;
+  double usr_cpu = 0, sys_cpu = 0;  // % of one core over the runtime, as fio prints
+};
+
+Result<RwMode> ParseRw(const std::string& text);
+const char* RwName(RwMode m);
+
+// Runs the jobs; returns one result per job, or one merged result with group_reporting.
+Result<std::vector<JobResult>> RunIoJobs(const IoJobOptions& options);
+
+// fio's JSON layout for the shared fields: {"jobs":[{"jobname","read":{io_bytes,bw_bytes,iops,
+// clat_ns:{min,max,mean,stddev,percentile:{"99.000000":N}}}, "write":{...}}]}.
+nlohmann::json JobsJson(const IoJobOptions& o, const std::vector<JobResult>& results);
+// fio-like human summary.
+std::string JobsText(const IoJobOptions& o, const std::vector<JobResult>& results);
+
+}  // namespace ds::bench
