@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The main job on a built-in synthetic dataset: generate an ImageNet-like tree, pack it into
-# native shards, verify every byte, and print what was done and how fast (beside tar -cf).
+# native shards, verify every byte, and print what was done and how fast (beside tar -cf); then
+# a quick storage verdict of the local disk with dsbench.
 #   ./demo.sh [SAMPLES]     default 5000 (~550 MB); work files go to ./demo-out/
 # Installs its own prerequisites with apt-get (Debian 12) when they are missing.
 set -euo pipefail
@@ -42,5 +43,9 @@ t = e - s
 print(f"tar -cf: {n} files in {t:.2f} s, {n/t:.0f} files/s, {b/t/1e6:.1f} MB/s")
 PY
 rm -f "$OUT/src.tar"
+
+echo
+echo "== 6. can this disk feed training? dsbench storage --quick (1 GiB test file, 5 s per test)"
+"$PWD/build/bench/dsbench" storage "$OUT" --quick || true  # exit 1 = FAIL is a result, not an error
 echo
 echo "done: dataset in $OUT/ds (remove $OUT when finished)"
