@@ -1,6 +1,8 @@
 // dsbench: storage benchmarks for ML training data (docs/dsbench.md).
 // Exit codes: 0 ok (storage: PASS), 1 storage: FAIL, 2 usage or IO error.
 #include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -139,6 +141,14 @@ int main(int argc, char** argv) try {
   double runtime = sruntime.empty() ? (quick ? 5 : 30) : std::stod(sruntime);
   ds::SystemProbe probe = ds::ProbeSystem(spath);
   if (!sjson) std::fputs(probe.ToText().c_str(), stdout);
+  // The test file is ours unless it was there before; the two tests share it.
+  std::string test_file = spath + "/dsbench.storage.0";
+  struct stat pst;
+  bool ours = ::stat(spath.c_str(), &pst) == 0 && S_ISDIR(pst.st_mode) &&
+              ::access(test_file.c_str(), F_OK) != 0;
+  auto remove_test_file = [&] {
+    if (ours && !skeep) ::unlink(test_file.c_str());
+  };
   ds::bench::IoJobOptions seq;
   seq.name = "storage";
   seq.path = spath;
@@ -155,7 +165,10 @@ int main(int argc, char** argv) try {
   seq.group_reporting = true;
   seq.keep = true;  // the random test reuses the file
   auto s1 = RunWithFallback(seq);
-  if (!s1.ok()) return Fail(s1.status());
+  if (!s1.ok()) {
+    remove_test_file();
+    return Fail(s1.status());
+  }
   ds::bench::IoJobOptions rnd = seq;
   rnd.rw = ds::bench::RwMode::kRandRead;
   rnd.bs = 4096;
@@ -163,6 +176,7 @@ int main(int argc, char** argv) try {
   rnd.iodepth = 32;
   rnd.keep = skeep;
   auto s2 = RunWithFallback(rnd);
+  remove_test_file();
   if (!s2.ok()) return Fail(s2.status());
   const auto& a = (*s1)[0];
   const auto& b = (*s2)[0];

@@ -21,7 +21,15 @@ class IoUringEngine : public IoEngine {
       p.flags |= IORING_SETUP_SQPOLL;
       p.sq_thread_idle = 100;
     }
+    // As fio does on kernels that have them: no IPI per completion (COOP_TASKRUN), and one
+    // submitting thread (SINGLE_ISSUER: an engine belongs to one thread). Retried without.
+    io_uring_params base = p;
+    p.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER;
     int rc = io_uring_queue_init_params(depth_, &ring_, &p);
+    if (rc == -EINVAL) {
+      p = base;
+      rc = io_uring_queue_init_params(depth_, &ring_, &p);
+    }
     if (rc < 0) {
       return Status(Code::kUnsupported,
                     std::string("io_uring unavailable: ") + std::strerror(-rc) +

@@ -54,5 +54,6 @@ if mkdir -p tmpfs && mount -t tmpfs -o size=64m tmpfs tmpfs 2>/dev/null; then
   rm -f tmpfs/probe
   "$DSBENCH" storage tmpfs --quick --direct 0 --size 16M --runtime 0.3 > verdict.txt || true
   grep -Eq "sequential 1 MiB read: .* (PASS|FAIL)" verdict.txt || { cat verdict.txt; fail "storage verdict"; }
+  [ -z "$(ls tmpfs)" ] || fail "storage left its test file: $(ls tmpfs)"
   pass "O_DIRECT refusal explained where tmpfs refuses it; storage prints a verdict"
 fi
