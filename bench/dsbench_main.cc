@@ -9,6 +9,7 @@
 
 #include "bench/io_job.h"
 #include "bench/stop.h"
+#include "src/cli_args.h"
 #include "src/human.h"
 #include "src/system_probe.h"
 
@@ -95,18 +96,7 @@ int main(int argc, char** argv) try {
   storage->add_flag("--json", sjson, "Print results as JSON");
   storage->add_flag("--keep", skeep, "Keep the test file");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
+  if (int rc = ds::ParseArgs(app, argc, argv); rc >= 0) return rc;
   ds::bench::InstallStopHandlers();
   ds::Status err;
 

@@ -11,6 +11,7 @@
 #include "datasets/synth.h"
 #include "pack/inspect.h"
 #include "pack/packer.h"
+#include "src/cli_args.h"
 #include "src/human.h"
 
 namespace {
@@ -138,18 +139,7 @@ int main(int argc, char** argv) try {
   synth->add_option("--threads", so.threads, "Writer threads")->capture_default_str();
   synth->add_flag("-q,--quiet", quiet, "No summary");
 
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForAllHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::CallForVersion& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return 2;
-  }
+  if (int rc = ds::ParseArgs(app, argc, argv); rc >= 0) return rc;
 
   io.progress = !io.quiet && !io.json;
   if (conv->parsed()) {
