@@ -60,7 +60,8 @@ class IoEngine {
   virtual unsigned inflight() const = 0;
   // Queues r (REQUIRES: inflight() < depth(); else kInvalidArgument).
   virtual Status Queue(IoRequest* r) = 0;
-  // Hands what was queued to the kernel; returns how many requests were submitted.
+  // Hands what was queued to the kernel (an engine may defer it to the next Reap, to submit and
+  // wait in one system call); returns how many requests it covers.
   virtual Result<unsigned> Submit() = 0;
   // Waits until at least `min` requests are complete (0: do not wait), then returns up to
   // out.size() of them in out. REQUIRES: min <= inflight().
