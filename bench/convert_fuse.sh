@@ -13,24 +13,13 @@ DSPACK=${DSPACK:-$PWD/build/pack/dspack}
 FUSE=${FUSE_LATENCY:-$PWD/build/tests/fixtures/fuse_latency}
 W=${BENCH_DIR:-/tmp/dspack-bench}
 DELAY=${DELAY_MS:-1}
-mkdir -p "$W"
-SRC="$W/imagenet-$N"
-if [ ! -f "$SRC.done" ]; then
-  rm -rf "$SRC"; "$DSPACK" synth imagenet-like "$SRC" --samples "$N" --seed 1 -q; touch "$SRC.done"
-fi
-BYTES=$(du -sb --apparent-size "$SRC" | cut -f1)
+source bench/lib.sh
+bench_tree
 MNT="$W/mnt"; mkdir -p "$MNT"
 pid=$(tests/fixtures/fuse_mount.sh "$FUSE" "$SRC" "$MNT" "$DELAY")
 trap 'tests/fixtures/fuse_mount.sh umount "$MNT" "$pid" >/dev/null 2>&1 || true' EXIT
 
 results="$W/fuse-results.txt"; : > "$results"
-drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
-run() {  # run NAME CMD...
-  local name=$1; shift
-  rm -rf "$W/out.ds" "$W/out.tar"; sync
-  /usr/bin/time -f "%e %M" -o "$W/time.txt" "$@" >/dev/null 2>"$W/err.txt" || { cat "$W/err.txt"; exit 1; }
-  echo "$name $(cat "$W/time.txt")" >> "$results"
-}
 warm() { cat "$1"/*/* > /dev/null; }
 
 for r in $(seq 1 "$ROUNDS"); do
@@ -54,16 +43,12 @@ for t in 1 4 16 64; do
 done
 rm -rf "$W/out.ds" "$W/out.tar"
 
-python3 - "$results" "$N" "$BYTES" "$ROUNDS" "$TAR_ROUNDS" "$DELAY" <<'PY'
-import statistics, sys
+PYTHONPATH=bench python3 - "$results" "$N" "$BYTES" "$ROUNDS" "$TAR_ROUNDS" "$DELAY" <<'PY'
+import sys
+from runs import load
 path, n, b, rounds, tar_rounds, delay = sys.argv[1:7]
 n, b = int(n), int(b)
-runs = {}
-for line in open(path):
-    name, secs, rss = line.split()
-    runs.setdefault(name, []).append((float(secs), int(rss)))
-med = {k: statistics.median(s for s, _ in v) for k, v in runs.items()}
-rss = {k: max(r for _, r in v) for k, v in runs.items()}
+med, rss = load(path)
 print(f"tree: {n} files, {b/1e6:.1f} MB; FUSE fixture delay {delay} ms per metadata op;")
 print(f"medians of {rounds} runs (tar through FUSE: {tar_rounds}), measured in one invocation")
 print(f"{'run':<22}{'seconds':>9}{'files/s':>10}{'MB/s':>9}{'peak RSS':>10}{'vs tar':>9}")

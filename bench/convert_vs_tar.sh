@@ -9,26 +9,10 @@ N=${1:-20000}
 ROUNDS=${2:-5}
 DSPACK=${DSPACK:-$PWD/build/pack/dspack}
 W=${BENCH_DIR:-/tmp/dspack-bench}
-mkdir -p "$W"
-SRC="$W/imagenet-$N"
-if [ ! -f "$SRC.done" ]; then
-  rm -rf "$SRC"
-  "$DSPACK" synth imagenet-like "$SRC" --samples "$N" --seed 1 -q
-  touch "$SRC.done"
-fi
-BYTES=$(du -sb --apparent-size "$SRC" | cut -f1)
+source bench/lib.sh
+bench_tree
 can_drop=0
 if [ -w /proc/sys/vm/drop_caches ]; then can_drop=1; fi
-
-drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
-# run NAME CMD...: prints "NAME seconds max_rss_kb"
-run() {
-  local name=$1; shift
-  rm -rf "$W/out.ds" "$W/out.tar"
-  sync  # start every run with no writeback pending from the previous one
-  /usr/bin/time -f "%e %M" -o "$W/time.txt" "$@" >/dev/null 2>"$W/err.txt" || { cat "$W/err.txt"; exit 1; }
-  echo "$name $(cat "$W/time.txt")"
-}
 
 results="$W/results.txt"
 : > "$results"
@@ -42,11 +26,11 @@ for r in $(seq 1 "$ROUNDS"); do
         cat "$SRC"/*/* > /dev/null  # make sure the tree is cached
       fi
       if [ $tool = dspack ]; then
-        run "$cache-dspack" "$DSPACK" convert "$SRC" "$W/out.ds" -q >> "$results"
+        run "$cache-dspack" "$DSPACK" convert "$SRC" "$W/out.ds" -q
       elif [ $tool = tar ]; then
-        run "$cache-tar" tar -cf "$W/out.tar" -C "$W" "imagenet-$N" >> "$results"
+        run "$cache-tar" tar -cf "$W/out.tar" -C "$W" "imagenet-$N"
       else  # dspack fsyncs its shards; this peer makes tar's output durable too
-        run "$cache-tar+sync" sh -c "tar -cf '$W/out.tar' -C '$W' 'imagenet-$N' && sync" >> "$results"
+        run "$cache-tar+sync" sh -c "tar -cf '$W/out.tar' -C '$W' 'imagenet-$N' && sync"
       fi
     done
   done
@@ -65,15 +49,11 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 rm -rf "$W/out.ds" "$W/out.tar" "$W/seq.ds" "$W/seq.copy"
 
-python3 - "$results" "$N" "$BYTES" "$ROUNDS" <<'PY'
-import statistics, sys
+PYTHONPATH=bench python3 - "$results" "$N" "$BYTES" "$ROUNDS" <<'PY'
+import sys
+from runs import load
 path, n, b, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-runs = {}
-for line in open(path):
-    name, secs, rss = line.split()
-    runs.setdefault(name, []).append((float(secs), int(rss)))
-med = {k: statistics.median(s for s, _ in v) for k, v in runs.items()}
-rss = {k: max(r for _, r in v) for k, v in runs.items()}
+med, rss = load(path)
 print(f"tree: {n} files, {b/1e6:.1f} MB; median of {rounds} runs each, measured in one invocation")
 print(f"{'run':<15}{'seconds':>9}{'files/s':>10}{'MB/s':>9}{'peak RSS':>10}{'vs tar':>8}")
 for k in ["cold-dspack", "cold-tar", "cold-tar+sync", "warm-dspack", "warm-tar", "warm-tar+sync",

@@ -1,0 +1,23 @@
+# Shared by the peer-comparison scripts in bench/. Expects W (work dir), N (samples), DSPACK.
+# bench_tree: synthesizes imagenet-like --samples N --seed 1 once into $W/imagenet-$N; sets SRC
+#   and BYTES. drop: empties the page cache (root). run NAME CMD...: times CMD (after a sync, so
+#   no writeback from the previous run is pending) and appends "NAME seconds max_rss_kb" to
+#   $results. The Python side reads that file with bench/runs.py.
+bench_tree() {
+  mkdir -p "$W"
+  SRC="$W/imagenet-$N"
+  if [ ! -f "$SRC.done" ]; then
+    rm -rf "$SRC"
+    "$DSPACK" synth imagenet-like "$SRC" --samples "$N" --seed 1 -q
+    touch "$SRC.done"
+  fi
+  BYTES=$(du -sb --apparent-size "$SRC" | cut -f1)
+}
+drop() { sync; echo 3 > /proc/sys/vm/drop_caches; }
+run() {
+  local name=$1; shift
+  rm -rf "$W/out.ds" "$W/out.tar"
+  sync
+  /usr/bin/time -f "%e %M" -o "$W/time.txt" "$@" >/dev/null 2>"$W/err.txt" || { cat "$W/err.txt"; exit 1; }
+  echo "$name $(cat "$W/time.txt")" >> "$results"
+}
