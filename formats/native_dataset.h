@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "formats/global_index.h"
+#include "formats/layout.h"
 #include "formats/manifest.h"
 #include "formats/native_format.h"
 #include "formats/native_shard.h"
@@ -44,14 +45,9 @@ struct DatasetOptions {
   nlohmann::json creation_options = nlohmann::json::object();
 };
 
-struct DatasetSummary {
-  uint64_t samples = 0;
-  uint64_t shards = 0;
-  uint64_t payload_bytes = 0;
-  uint64_t bytes_written = 0;  // all shard files + index
-};
+using DatasetSummary = LayoutSummary;
 
-class DatasetWriter {
+class DatasetWriter : public LayoutWriter {
  public:
   // Creates OUT (if missing). Refuses an OUT holding a dataset unless options.force, and an OUT
   // holding anything else (kAlreadyExists, message says what to do).
@@ -59,35 +55,34 @@ class DatasetWriter {
   // already_complete() is true and the caller should stop).
   static Result<std::unique_ptr<DatasetWriter>> Create(const std::string& out,
                                                        const DatasetOptions& options);
-  ~DatasetWriter();
-  bool already_complete() const { return already_complete_; }
+  ~DatasetWriter() override;
+  bool already_complete() const override { return already_complete_; }
 
   // Fresh run: records `run` (must include everything that determines the output) for resume.
-  Status BeginRun(const nlohmann::json& run);
+  Status BeginRun(const nlohmann::json& run) override;
   // Resumed run: checks `run` equals the recorded one, restores the checkpointed state and
   // returns the source position to continue from (0 when nothing was checkpointed).
-  Result<uint64_t> ResumeRun(const nlohmann::json& run);
-  void SetSourcePosition(uint64_t pos) { source_pos_ = pos; }
+  Result<uint64_t> ResumeRun(const nlohmann::json& run) override;
+  void SetSourcePosition(uint64_t pos) override { source_pos_ = pos; }
   // Expected number of samples (memory for the index is reserved once).
-  void ReserveSamples(uint64_t n) { index_.Reserve(n); }
+  void ReserveSamples(uint64_t n) override { index_.Reserve(n); }
   // Inputs skipped before this run resumed are restored from the journal; the count is here.
-  uint64_t restored_skipped() const { return restored_skipped_; }
+  uint64_t restored_skipped() const override { return restored_skipped_; }
 
-  Status BeginSample(std::string_view key, std::span<const FieldInfo> fields);
-  Status AppendData(std::string_view chunk);
-  Status EndSample();
-  void CancelSample();  // drops the sample in progress (e.g. its input changed while read)
-  Status Add(const Sample& sample);
+  Status BeginSample(std::string_view key, std::span<const FieldInfo> fields) override;
+  Status AppendData(std::string_view chunk) override;
+  Status EndSample() override;
+  void CancelSample() override;  // drops the sample in progress (e.g. its input changed while read)
 
-  void AddSkipped(std::string_view path, std::string_view error);
+  void AddSkipped(std::string_view path, std::string_view error) override;
   uint64_t skipped_count() const { return skipped_.size(); }
   // Class names in label order; written to classes.txt.
-  void SetClasses(std::vector<std::string> names, std::string label_field);
+  void SetClasses(std::vector<std::string> names, std::string label_field) override;
 
-  uint64_t samples() const { return index_.size(); }
-  uint64_t payload_bytes() const { return payload_bytes_; }
-  Status Finish(DatasetSummary* summary);
-  void Abandon();
+  uint64_t samples() const override { return index_.size(); }
+  uint64_t payload_bytes() const override { return payload_bytes_; }
+  Status Finish(DatasetSummary* summary) override;
+  void Abandon() override;
 
  private:
   DatasetWriter(std::string out, DatasetOptions options, bool created_dir);

@@ -354,15 +354,6 @@ void DatasetWriter::CancelSample() {
   if (shard_) shard_->CancelRecord();
 }
 
-Status DatasetWriter::Add(const Sample& sample) {
-  std::vector<FieldInfo> infos;
-  infos.reserve(sample.fields.size());
-  for (const auto& f : sample.fields) infos.push_back({f.name, f.data.size()});
-  DS_RETURN_IF_ERROR(BeginSample(sample.key, infos));
-  for (const auto& f : sample.fields) DS_RETURN_IF_ERROR(AppendData(f.data));
-  return EndSample();
-}
-
 void DatasetWriter::AddSkipped(std::string_view path, std::string_view error) {
   skipped_.push_back({{"path", std::string(path)}, {"error", std::string(error)}});
 }

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstring>
+#include <functional>
 #include <string_view>
 
 #include "formats/native_dataset.h"
@@ -43,6 +44,33 @@ std::unique_ptr<LoadedSample> DirSource::Load(uint64_t i) {
   return l;
 }
 
+static Status BuildTree(const std::string& what, uint64_t samples,
+                        const std::function<Result<SampleHead>(uint64_t)>& head,
+                        const DirScanOptions& options, FileTree* tree,
+                        std::vector<uint64_t>* record_of_sample,
+                        std::vector<uint16_t>* field_of_file) {
+  for (uint64_t i = 0; i < samples; i++) {
+    DS_ASSIGN_OR_RETURN(SampleHead h, head(i));
+    uint64_t before = tree->sample_count();
+    for (size_t f = 0; f < h.fields.size(); f++) {
+      std::string path = JoinKeyField(h.key, h.fields[f].name);
+      KeyField kf = SplitPath(path);
+      if (kf.key != h.key || kf.field != h.fields[f].name) {
+        return Status(Code::kUnsupported,
+                      fmt::format("{}: sample {} (key '{}', field '{}') has no file-name form, so "
+                                  "it cannot be regrouped",
+                                  what, i, EscapeBytes(h.key), EscapeBytes(h.fields[f].name)));
+      }
+      if (!PathWanted(options, path)) continue;
+      tree->Append(path);
+      field_of_file->push_back(static_cast<uint16_t>(f));
+    }
+    if (tree->sample_count() > before) record_of_sample->push_back(i);
+  }
+  tree->ShrinkToFit();
+  return Status::Ok();
+}
+
 NativeSource::~NativeSource() = default;
 
 Result<std::unique_ptr<NativeSource>> NativeSource::Open(const std::string& dir,
@@ -57,25 +85,13 @@ Result<std::unique_ptr<NativeSource>> NativeSource::Open(const std::string& dir,
     DS_ASSIGN_OR_RETURN(auto classes, src->ds_->Classes());
     src->labels_ = {m.label_field, std::move(classes)};
   }
-  for (uint64_t i = 0; i < src->ds_->size(); i++) {
-    DS_ASSIGN_OR_RETURN(native::RecordHead h, src->ds_->Head(i));
-    uint64_t before = src->tree_.sample_count();
-    for (size_t f = 0; f < h.fields.size(); f++) {
-      std::string path = JoinKeyField(h.key, h.fields[f].name);
-      KeyField kf = SplitPath(path);
-      if (kf.key != h.key || kf.field != h.fields[f].name) {
-        return Status(Code::kUnsupported,
-                      fmt::format("{}: sample {} (key '{}', field '{}') has no file-name form, so "
-                                  "it cannot be regrouped",
-                                  dir, i, EscapeBytes(h.key), EscapeBytes(h.fields[f].name)));
-      }
-      if (!PathWanted(options, path)) continue;
-      src->tree_.Append(path);
-      src->field_of_file_.push_back(static_cast<uint16_t>(f));
-    }
-    if (src->tree_.sample_count() > before) src->record_of_sample_.push_back(i);
-  }
-  src->tree_.ShrinkToFit();
+  DS_RETURN_IF_ERROR(BuildTree(
+      dir, src->ds_->size(),
+      [&](uint64_t i) -> Result<SampleHead> {
+        DS_ASSIGN_OR_RETURN(native::RecordHead h, src->ds_->Head(i));
+        return SampleHead{std::move(h.key), std::move(h.fields)};
+      },
+      options, &src->tree_, &src->record_of_sample_, &src->field_of_file_));
   return src;
 }
 
@@ -131,6 +147,42 @@ bool LooksLikeArchive(const std::string& path) {
     }
   }
   return false;
+}
+
+}  // namespace ds
+
+namespace ds {
+
+Result<std::unique_ptr<LayoutSource>> LayoutSource::Open(std::unique_ptr<LayoutReader> reader,
+                                                         const DirScanOptions& options) {
+  auto src = std::make_unique<LayoutSource>();
+  src->reader_ = std::move(reader);
+  const LayoutReader& r = *src->reader_;
+  src->tree_ = FileTree(r.path());
+  if (!r.label_field().empty()) src->labels_ = {r.label_field(), r.classes()};
+  DS_RETURN_IF_ERROR(BuildTree(
+      r.path(), r.size(), [&](uint64_t i) { return r.Head(i); }, options, &src->tree_,
+      &src->record_of_sample_, &src->field_of_file_));
+  return src;
+}
+
+std::unique_ptr<LoadedSample> LayoutSource::Load(uint64_t i) {
+  auto l = std::make_unique<LoadedSample>();
+  l->sample = i;
+  auto [begin, end] = tree_.files_of(i);
+  auto sample = reader_->Get(record_of_sample_[i]);
+  if (!sample.ok()) {
+    l->status = Status(Code::kBadInput, sample.status().message(), sample.status().err());
+    l->bad_path = std::string(tree_.path(begin));
+    return l;
+  }
+  for (uint64_t f = begin; f < end; f++) {
+    std::string& d = sample->fields[field_of_file_[f]].data;
+    std::unique_ptr<char[]> buf(new char[d.size() + 1]);
+    std::memcpy(buf.get(), d.data(), d.size());
+    l->files.push_back(InputFile::FromMemory(std::string(tree_.path(f)), std::move(buf), d.size()));
+  }
+  return l;
 }
 
 }  // namespace ds

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "formats/dir_source.h"
+#include "formats/layout.h"
 #include "src/status.h"
 
 namespace ds {
@@ -83,6 +84,25 @@ class NativeSource : public SampleSource {
   std::vector<uint64_t> record_of_sample_;  // tree sample -> dataset sample
   std::vector<uint16_t> field_of_file_;     // tree file -> field index in its record
   uint64_t inline_limit_ = 0;
+  std::pair<std::string, std::vector<std::string>> labels_;
+};
+
+// Any layout behind LayoutReader (wds, tfrecord, recordio, lmdb): random access, thread-safe
+// Load; each sample is read whole into memory (its checks run before any byte is used).
+class LayoutSource : public SampleSource {
+ public:
+  static Result<std::unique_ptr<LayoutSource>> Open(std::unique_ptr<LayoutReader> reader,
+                                                    const DirScanOptions& options);
+  const FileTree& tree() const override { return tree_; }
+  bool random_access() const override { return true; }
+  std::unique_ptr<LoadedSample> Load(uint64_t i) override;
+  std::pair<std::string, std::vector<std::string>> labels() const override { return labels_; }
+
+ private:
+  std::unique_ptr<LayoutReader> reader_;
+  FileTree tree_;
+  std::vector<uint64_t> record_of_sample_;
+  std::vector<uint16_t> field_of_file_;
   std::pair<std::string, std::vector<std::string>> labels_;
 };
 

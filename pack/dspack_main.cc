@@ -66,16 +66,28 @@ int main(int argc, char** argv) try {
 
   // convert
   ds::ConvertOptions co;
-  std::string shard_size = "256MiB", align = "1", on_error = "fail";
+  std::string shard_size = "256MiB", align = "1", on_error = "fail", format = "native";
   uint64_t seed = 0;
   bool quiet = false, json = false;
   co.threads = 64;
-  auto* conv =
-      app.add_subcommand("convert", "Pack a directory tree or an archive into a native dataset");
+  auto* conv = app.add_subcommand(
+      "convert", "Pack a directory tree, an archive or a dataset into any dataset layout");
   conv->add_option("SRC", co.src,
-                   "Source: directory tree, or .zip/.tar/.tar.gz/.tgz/.tar.zst/.tar.xz archive")
+                   "Source: directory tree, .zip/.tar/.tar.gz/.tgz/.tar.zst/.tar.xz archive, or "
+                   "a dataset (native, lmdb, wds, tfrecord, recordio)")
       ->required();
   conv->add_option("OUT", co.out, "Output dataset directory (new or empty)")->required();
+  conv->add_option("--format", format,
+                   "Layout of OUT: native, lmdb, wds (WebDataset tar), tfrecord, recordio "
+                   "(MXNet); docs/formats/")
+      ->check(CLI::IsMember({"native", "lmdb", "wds", "tfrecord", "recordio"}))
+      ->capture_default_str();
+  conv->add_option("--lmdb-layout", co.lmdb_layout,
+                   "lmdb: 'field' (a key per field, plain bytes) or 'sample' (a value per sample)")
+      ->check(CLI::IsMember({"field", "sample"}))
+      ->capture_default_str();
+  conv->add_flag("--wds-dali-index", co.wds_dali_index,
+                 "wds: also write a DALI wds2idx index (.idx) next to each shard");
   conv->add_option("--shard-size", shard_size, "Target shard size, e.g. 256MiB, 1GB")
       ->capture_default_str();
   conv->add_option("--threads", co.threads,
@@ -105,8 +117,8 @@ int main(int argc, char** argv) try {
   // inspection
   ds::InspectOptions io;
   std::string dataset, key, field, dir;
-  auto* verify =
-      app.add_subcommand("verify", "Check every byte of a dataset (exit 1 on corruption)");
+  auto* verify = app.add_subcommand(
+      "verify", "Check every byte of a dataset in any layout (exit 1 on corruption)");
   verify->add_option("DATASET", dataset)->required();
   verify->add_flag("--json", io.json, "Report as JSON");
   verify->add_flag("-q,--quiet", io.quiet, "Print problems only");
@@ -154,6 +166,7 @@ int main(int argc, char** argv) try {
     co.align = static_cast<uint32_t>(a == 0 ? 1 : a);
     if (*seed_opt) co.shuffle_seed = seed;
     co.on_error = on_error == "skip" ? ds::OnError::kSkip : ds::OnError::kFail;
+    co.format = *ds::ParseFormat(format);
     co.progress = !quiet && !json;
     ds::ConvertReport report;
     ds::Status s = ds::Convert(co, &report);

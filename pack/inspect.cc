@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
+#include "formats/layout.h"
 #include "formats/native_dataset.h"
 #include "formats/native_verify.h"
 #include "src/fd.h"
@@ -70,7 +71,31 @@ Result<OwnedFd> OpenParent(int root, const std::vector<std::string>& parts,
 
 }  // namespace
 
+// info for the interop layouts: the reader's facts, as JSON or as aligned "key: value" lines.
+static Status LayoutInfo(const std::string& dataset, const InspectOptions& o, std::FILE* out) {
+  DS_ASSIGN_OR_RETURN(auto r, OpenLayout(dataset));
+  json j = r->Info();
+  if (o.json) {
+    Print(out, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+    return Status::Ok();
+  }
+  std::string s;
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    std::string v = it->is_string() ? it->get<std::string>() : it->dump();
+    if (it.key() == "labels" && !it->is_null()) {
+      v = fmt::format("field '{}', {} classes (classes.txt)", r->label_field(), it->dump());
+    }
+    if (it.key() == "payload_bytes" || it.key() == "total_bytes") v = FormatBytes(*it);
+    s += fmt::format("{:<14} {}\n", it.key() + ":", v);
+  }
+  Print(out, s);
+  return Status::Ok();
+}
+
 Status Info(const std::string& dataset, const InspectOptions& o, std::FILE* out) {
+  if (DetectLayout(dataset).value_or(Format::kNative) != Format::kNative) {
+    return LayoutInfo(dataset, o, out);
+  }
   DS_ASSIGN_OR_RETURN(auto ds, Dataset::Open(dataset));
   const auto& m = ds->manifest();
   uint64_t total = m.index.size;
@@ -111,13 +136,13 @@ Status Info(const std::string& dataset, const InspectOptions& o, std::FILE* out)
 }
 
 Status Ls(const std::string& dataset, const InspectOptions& o, std::FILE* out) {
-  DS_ASSIGN_OR_RETURN(auto ds, Dataset::Open(dataset));
-  for (uint64_t i = 0; i < ds->size(); i++) {
-    DS_ASSIGN_OR_RETURN(native::RecordHead h, ds->Head(i));
+  DS_ASSIGN_OR_RETURN(auto r, OpenLayout(dataset));
+  for (uint64_t i = 0; i < r->size(); i++) {
+    DS_ASSIGN_OR_RETURN(SampleHead h, r->Head(i));
     std::string line = EscapeBytes(h.key);
     if (o.long_format) {
-      native::GlobalEntry e = ds->index().entry(i);
-      line = fmt::format("{}\t{}\t{}\t{}", i, ds->manifest().shards[e.shard].name, e.offset, line);
+      DS_ASSIGN_OR_RETURN(SampleLocation at, r->Locate(i));
+      line = fmt::format("{}\t{}\t{}\t{}", i, at.file, at.offset, line);
       for (const auto& f : h.fields) line += fmt::format("\t{}={}", EscapeBytes(f.name), f.size);
     }
     line += '\n';
@@ -128,14 +153,14 @@ Status Ls(const std::string& dataset, const InspectOptions& o, std::FILE* out) {
 
 Status Cat(const std::string& dataset, const std::string& key, const std::string& field,
            std::FILE* out) {
-  DS_ASSIGN_OR_RETURN(auto ds, Dataset::Open(dataset));
+  DS_ASSIGN_OR_RETURN(auto ds, OpenLayout(dataset));
   DS_ASSIGN_OR_RETURN(auto found, ds->Find(key));
   if (!found) {
     return Status(Code::kNotFound, fmt::format("{}: no sample with key '{}' (list keys with "
                                                "`dspack ls {}`)",
                                                dataset, EscapeBytes(key), dataset));
   }
-  DS_ASSIGN_OR_RETURN(native::RecordHead h, ds->Head(*found));
+  DS_ASSIGN_OR_RETURN(SampleHead h, ds->Head(*found));
   std::string names;
   size_t want = h.fields.size();
   for (size_t f = 0; f < h.fields.size(); f++) {
@@ -158,16 +183,16 @@ Status Cat(const std::string& dataset, const std::string& key, const std::string
 
 Status Extract(const std::string& dataset, const std::string& dir, const InspectOptions& o,
                std::FILE* out) {
-  DS_ASSIGN_OR_RETURN(auto ds, Dataset::Open(dataset));
+  DS_ASSIGN_OR_RETURN(auto ds, OpenLayout(dataset));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::FromErrno(ec.value(), "cannot create " + dir);
   DS_ASSIGN_OR_RETURN(OwnedFd root, OpenFile(dir, O_RDONLY | O_DIRECTORY));
-  const std::string& label = ds->manifest().label_field;
+  const std::string label = ds->label_field();
   Progress progress(o.progress, "samples", ds->size());
   uint64_t files = 0, bytes = 0, refused = 0;
   for (uint64_t i = 0; i < ds->size(); i++) {
-    DS_ASSIGN_OR_RETURN(native::RecordHead h, ds->Head(i));
+    DS_ASSIGN_OR_RETURN(SampleHead h, ds->Head(i));
     struct Target {
       OwnedFd parent;
       std::string name;
@@ -212,7 +237,7 @@ Status Extract(const std::string& dataset, const std::string& dir, const Inspect
       refused++;
       continue;
     }
-    Status s = ds->StreamPayload(i, h, [&](size_t f, std::string_view chunk) -> Status {
+    Status s = ds->StreamPayload(i, [&](size_t f, std::string_view chunk) -> Status {
       if (targets[f].skip) return Status::Ok();
       return WriteFull(targets[f].fd.get(), chunk.data(), chunk.size(), targets[f].name);
     });
@@ -247,11 +272,25 @@ Status Extract(const std::string& dataset, const std::string& dir, const Inspect
 
 Status Verify(const std::string& dataset, const InspectOptions& o, std::FILE* out) {
   auto t0 = std::chrono::steady_clock::now();
-  native::VerifyReport r;
+  LayoutVerifyReport r;
   {
     Progress progress(o.progress, "records", 0);
-    DS_RETURN_IF_ERROR(native::VerifyDataset(
-        dataset, &r, [&](uint64_t recs, uint64_t bytes) { progress.Update(recs, bytes); }));
+    auto update = [&](uint64_t recs, uint64_t bytes) { progress.Update(recs, bytes); };
+    if (DetectLayout(dataset).value_or(Format::kNative) == Format::kNative) {
+      native::VerifyReport v;
+      DS_RETURN_IF_ERROR(native::VerifyDataset(dataset, &v, update));
+      r = {v.shards, v.records, v.bytes, std::move(v.problems)};
+    } else {
+      // A layout whose structure is broken (truncated, bad magic) fails to open: that is the
+      // problem to report, not a reason to stop.
+      auto reader = OpenLayout(dataset);
+      if (!reader.ok() && reader.status().code() != Code::kCorruption) return reader.status();
+      if (!reader.ok()) {
+        r.problems.push_back(reader.status().message());
+      } else {
+        DS_RETURN_IF_ERROR((*reader)->Verify(&r, update));
+      }
+    }
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {

@@ -101,13 +101,13 @@ class Packer {
     struct stat st;
     if (::stat(o_.src.c_str(), &st) != 0) return Status::FromErrno(errno, o_.src, Code::kBadInput);
     bool is_archive = S_ISREG(st.st_mode) && LooksLikeArchive(o_.src);
-    bool is_native =
-        S_ISDIR(st.st_mode) && ::access((o_.src + "/" + native::kManifestName).c_str(), F_OK) == 0;
-    if (!S_ISDIR(st.st_mode) && !is_archive) {
+    std::optional<Format> layout = is_archive ? std::nullopt : DetectLayout(o_.src);
+    bool is_native = layout == Format::kNative;
+    if (!S_ISDIR(st.st_mode) && !is_archive && !layout) {
       return Status(Code::kInvalidArgument,
                     o_.src +
-                        ": not a directory or an archive (.zip, .tar, .tar.gz, .tgz, "
-                        ".tar.zst, .tar.xz, .tar.bz2)");
+                        ": not a directory, an archive (.zip, .tar, .tar.gz, .tgz, .tar.zst, "
+                        ".tar.xz, .tar.bz2) or a dataset file (.tfrecord, .rec, .mdb)");
     }
     if (is_archive && o_.shuffle_seed) {
       return Status(Code::kInvalidArgument,
@@ -115,13 +115,18 @@ class Packer {
                     "it first, then shuffle the dataset: dspack convert " +
                         o_.src + " TMP && dspack convert TMP OUT --shuffle-seed N");
     }
-    native::DatasetOptions dopt;
-    dopt.shard_size = o_.shard_size;
-    dopt.align = o_.align;
-    dopt.force = o_.force;
-    dopt.resume = o_.resume;
-    dopt.creation_options = CreationOptions();
-    DS_ASSIGN_OR_RETURN(writer_, native::DatasetWriter::Create(o_.out, dopt));
+    if (o_.align != 1 && o_.format != Format::kNative) {
+      return Status(Code::kInvalidArgument, "--align works for --format native only");
+    }
+    LayoutOptions lopt;
+    lopt.shard_size = o_.shard_size;
+    lopt.align = o_.align;
+    lopt.force = o_.force;
+    lopt.resume = o_.resume;
+    lopt.lmdb_layout = o_.lmdb_layout;
+    lopt.wds_dali_index = o_.wds_dali_index;
+    lopt.creation_options = CreationOptions();
+    DS_ASSIGN_OR_RETURN(writer_, CreateLayoutWriter(o_.format, o_.out, lopt));
     if (writer_->already_complete()) {
       r_->already_complete = true;
       return Status::Ok();
@@ -148,6 +153,9 @@ class Packer {
     } else if (is_native) {
       DS_ASSIGN_OR_RETURN(source_,
                           NativeSource::Open(o_.src, {o_.include, o_.exclude}, kInlineLimit));
+    } else if (layout) {
+      DS_ASSIGN_OR_RETURN(auto reader, OpenLayout(o_.src));
+      DS_ASSIGN_OR_RETURN(source_, LayoutSource::Open(std::move(reader), {o_.include, o_.exclude}));
     } else {
       DS_ASSIGN_OR_RETURN(
           source_, DirSource::Open(o_.src, {o_.include, o_.exclude}, on_scan_error, kInlineLimit));
@@ -195,7 +203,7 @@ class Packer {
     progress_->Finish();
     if (!error_.ok()) return error_;
     writer_->SetSourcePosition(tree.sample_count());
-    native::DatasetSummary sum;
+    LayoutSummary sum;
     DS_RETURN_IF_ERROR(writer_->Finish(&sum));
     r_->samples = sum.samples;
     r_->shards = sum.shards;
@@ -229,6 +237,9 @@ class Packer {
               {"exclude", o_.exclude},
               {"on_error", o_.on_error == OnError::kFail ? "fail" : "skip"}};
     j["shuffle_seed"] = o_.shuffle_seed ? json(*o_.shuffle_seed) : json(nullptr);
+    if (o_.format != Format::kNative) j["format"] = FormatName(o_.format);
+    if (o_.format == Format::kLmdb) j["lmdb_layout"] = o_.lmdb_layout;
+    if (o_.wds_dali_index) j["wds_dali_index"] = true;
     return j;
   }
 
@@ -255,12 +266,13 @@ class Packer {
       DS_ASSIGN_OR_RETURN(label, labels_.Of(key));
       fields.push_back({"cls", label.size()});
     }
-    Status shape = native::CheckRecordShape(key, fields);
+    Status shape =
+        o_.format == Format::kNative ? native::CheckRecordShape(key, fields) : Status::Ok();
     if (!shape.ok()) {
       l.bad_path = std::string(key);
       return Status(Code::kBadInput, fmt::format("{}: {}", o_.src, shape.message()));
     }
-    DS_RETURN_IF_ERROR(Output(writer_->BeginSample(key, fields)));
+    DS_RETURN_IF_ERROR(OutputOrRefused(writer_->BeginSample(key, fields), key, &l));
     for (uint64_t f = begin; f < end; f++) {
       InputFile& in = l.files[f - begin];
       if (in.is_inline()) {
@@ -280,11 +292,22 @@ class Packer {
       }
     }
     if (o_.label_from_dir) DS_RETURN_IF_ERROR(Output(writer_->AppendData(label)));
-    DS_RETURN_IF_ERROR(Output(writer_->EndSample()));
+    DS_RETURN_IF_ERROR(OutputOrRefused(writer_->EndSample(), key, &l));
     r_->files += end - begin;
     files_done_ += end - begin;
     progress_->Update(files_done_, writer_->payload_bytes());
     return Status::Ok();
+  }
+
+  // A layout may refuse a sample it cannot represent (kBadInput: a non-numeric RecordIO label, a
+  // field name too long for an LMDB key...): that is a bad input, under --on-error's policy.
+  // Anything else from the writer is an output failure.
+  Status OutputOrRefused(Status s, std::string_view key, LoadedSample* l) {
+    if (!s.ok() && s.code() == Code::kBadInput) {
+      l->bad_path = std::string(key);
+      return Status(Code::kBadInput, fmt::format("{}: {}", o_.src, s.message()));
+    }
+    return Output(std::move(s));
   }
 
   // Marks an output-side failure: always fatal.
@@ -320,7 +343,7 @@ class Packer {
 
   const ConvertOptions& o_;
   ConvertReport* r_;
-  std::unique_ptr<native::DatasetWriter> writer_;
+  std::unique_ptr<LayoutWriter> writer_;
   std::unique_ptr<SampleSource> source_;
   Labels labels_;
   std::vector<uint64_t> perm_;

@@ -1,4 +1,6 @@
-// The packer: `dspack convert SRC OUT` for directory trees and archives (docs/cli.md#convert).
+// The packer: `dspack convert SRC OUT` (docs/cli.md#convert). SRC is a directory tree, an archive,
+// or a dataset in any layout (native, wds, tfrecord, recordio, lmdb); OUT is written in any layout
+// through LayoutWriter (formats/layout.h).
 //
 // Pipeline (RunOrdered, src/ordered_workers.h: `threads` readers, 4 samples in flight each):
 //   1. scan (serial, before the pipeline): FileTree::Scan lists and groups the files;
@@ -23,6 +25,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/layout.h"
 #include "src/status.h"
 
 namespace ds {
@@ -32,6 +35,9 @@ enum class OnError { kFail, kSkip };
 struct ConvertOptions {
   std::string src;
   std::string out;
+  Format format = Format::kNative;    // layout of OUT (docs/formats/)
+  std::string lmdb_layout = "field";  // lmdb: one key per field, or one value per sample
+  bool wds_dali_index = false;        // wds: also write DALI wds2idx sidecars
   uint64_t shard_size = 256ull << 20;
   uint32_t align = 1;
   int threads = 64;

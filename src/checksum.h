@@ -39,6 +39,7 @@ class Xxh3Hasher {
   void Update(const void* data, size_t n);
   void Update(std::string_view s) { Update(s.data(), s.size()); }
   uint64_t Digest() const;
+  void Reset();  // back to the empty input
   // Makes this hasher's state a copy of other's (to roll back a speculative update).
   void CopyFrom(const Xxh3Hasher& other);
 

@@ -89,6 +89,8 @@ uint64_t Xxh3Hasher::Digest() const {
   return XXH3_64bits_digest(static_cast<XXH3_state_t*>(state_));
 }
 
+void Xxh3Hasher::Reset() { XXH3_64bits_reset(static_cast<XXH3_state_t*>(state_)); }
+
 void Xxh3Hasher::CopyFrom(const Xxh3Hasher& other) {
   XXH3_copyState(static_cast<XXH3_state_t*>(state_),
                  static_cast<const XXH3_state_t*>(other.state_));

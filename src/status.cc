@@ -24,6 +24,8 @@ std::string_view CodeName(Code code) {
       return "no space";
     case Code::kUnsupported:
       return "unsupported";
+    case Code::kInternal:
+      return "internal error";
   }
   return "unknown";
 }

@@ -31,6 +31,7 @@ enum class Code {
   kIOError,          // an IO error on our own output or environment
   kNoSpace,          // ENOSPC / EDQUOT
   kUnsupported,
+  kInternal,  // a broken invariant in dspack itself (a bug): exit 2
 };
 
 std::string_view CodeName(Code code);
