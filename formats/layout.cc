@@ -155,11 +155,12 @@ bool EndsWith(std::string_view s, std::string_view suf) {
   return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
 }
 
-// A directory whose regular files are all shards and sidecars of one layout.
+// A directory whose files are all shards and sidecars of one layout (foreign WebDataset,
+// TFRecord or RecordIO shards: *.tar, *.tfrecord, *.rec with their .idx/.lst).
 std::optional<Format> DetectShardDir(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return std::nullopt;
-  bool tfrecord = false, rec = false, other = false;
+  bool tfrecord = false, rec = false, tar = false, other = false;
   while (dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
     if (n == "." || n == "..") continue;
@@ -167,13 +168,15 @@ std::optional<Format> DetectShardDir(const std::string& dir) {
       tfrecord = true;
     } else if (EndsWith(n, ".rec")) {
       rec = true;
+    } else if (EndsWith(n, ".tar")) {
+      tar = true;
     } else if (!EndsWith(n, ".idx") && !EndsWith(n, ".lst") && n != "classes.txt") {
       other = true;
     }
   }
   ::closedir(d);
-  if (other || tfrecord == rec) return std::nullopt;
-  return tfrecord ? Format::kTfrecord : Format::kRecordio;
+  if (other || tfrecord + rec + tar != 1) return std::nullopt;
+  return tfrecord ? Format::kTfrecord : rec ? Format::kRecordio : Format::kWds;
 }
 
 }  // namespace

@@ -278,6 +278,40 @@ class Writer : public LayoutWriter {
   bool done_ = false;
 };
 
+// LMDB maps the file and trusts it: a page past the end of a truncated data.mdb would be a
+// SIGBUS, not an error. So the two meta pages are read first (lmdb.h's MDB_meta: magic at +16,
+// the page size in the free DB's md_pad at +40, the last page number at +136, the transaction
+// id at +144, after the 16-byte page header) and the newest one's last page must be inside the
+// file.
+Status CheckNotTruncated(const std::string& file) {
+  constexpr uint32_t kMdbMagic = 0xBEEFC0DE;
+  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(file, O_RDONLY));
+  DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), file));
+  auto bad = [&](const std::string& why) {
+    return Status(Code::kCorruption,
+                  fmt::format("{}: {}; restore or reconvert the LMDB", file, why));
+  };
+  char m[152];
+  if (size < sizeof(m)) return bad(fmt::format("only {} bytes, not an LMDB", size));
+  DS_RETURN_IF_ERROR(ReadFullAt(fd.get(), m, sizeof(m), 0, file));
+  if (LoadLE32(m + 16) != kMdbMagic) return bad("no LMDB meta page at offset 0 (bad magic)");
+  uint64_t psize = LoadLE32(m + 40);
+  if (psize < 512 || psize > (1u << 16) || (psize & (psize - 1))) {
+    return bad(fmt::format("implausible page size {}", psize));
+  }
+  uint64_t last = LoadLE64(m + 136), txn = LoadLE64(m + 144);
+  if (size >= psize + sizeof(m)) {
+    char m1[152];
+    DS_RETURN_IF_ERROR(ReadFullAt(fd.get(), m1, sizeof(m1), psize, file));
+    if (LoadLE32(m1 + 16) == kMdbMagic && LoadLE64(m1 + 144) > txn) last = LoadLE64(m1 + 136);
+  }
+  if ((last + 1) * psize > size) {
+    return bad(fmt::format("truncated: its last page ends at offset {}, the file at {}",
+                           (last + 1) * psize, size));
+  }
+  return Status::Ok();
+}
+
 // Another process has the environment open when it holds a lock on the lock file's first byte
 // (every LMDB process does, shared, for as long as it has the environment open).
 bool OpenElsewhere(const std::string& lock_path) {
@@ -327,6 +361,7 @@ class Reader : public LayoutReader {
       return meta.status();
     }
     DS_ASSIGN_OR_RETURN(classes_, LoadClasses(dir_));
+    DS_RETURN_IF_ERROR(CheckNotTruncated(file_));
     DS_RETURN_IF_ERROR(OpenEnv());
     return ReadMeta();
   }
