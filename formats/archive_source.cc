@@ -123,6 +123,13 @@ Status ArchiveSource::ListEntries(const ScanErrorFn& on_error) {
       ignored_dirs_++;
       continue;
     }
+    // WebDataset metadata members ("__index__", dspack's "__dspack_index__") are not samples:
+    // skipped as WebDataset's tariterators skip them (docs/formats/archives.md).
+    if (name.find('/') == std::string::npos && name.size() >= 4 && name.rfind("__", 0) == 0 &&
+        name.compare(name.size() - 2, 2, "__") == 0) {
+      ignored_dirs_++;
+      continue;
+    }
     if (type != AE_IFREG || archive_entry_hardlink(e) != nullptr) {
       const char* what = archive_entry_hardlink(e) ? "hard link"
                          : type == AE_IFLNK        ? "symbolic link"
