@@ -31,7 +31,7 @@ bool Size(const std::string& text, const char* flag, uint64_t* out, ds::Status* 
 }
 
 // Runs a job; falls back from io_uring to psync with a warning when the kernel refuses it.
-ds::Result<std::vector<ds::bench::JobResult>> RunWithFallback(ds::bench::IoJobOptions o) {
+ds::Result<ds::bench::IoRun> RunWithFallback(ds::bench::IoJobOptions o) {
   auto r = ds::bench::RunIoJobs(o);
   if (!r.ok() && r.status().code() == ds::Code::kUnsupported && o.ioengine == "io_uring") {
     std::fprintf(stderr, "dsbench: warning: %s; falling back to psync\n",
@@ -40,6 +40,14 @@ ds::Result<std::vector<ds::bench::JobResult>> RunWithFallback(ds::bench::IoJobOp
     return ds::bench::RunIoJobs(o);
   }
   return r;
+}
+
+// A one-job run's JSON: the job, with the run's disk_util beside its read and write.
+nlohmann::json OneJobJson(const ds::bench::IoJobOptions& o, const ds::bench::IoRun& run) {
+  nlohmann::json all = ds::bench::JobsJson(o, run);
+  nlohmann::json job = all["jobs"][0];
+  if (all.contains("disk_util")) job["disk_util"] = all["disk_util"];
+  return job;
 }
 
 }  // namespace
@@ -109,6 +117,7 @@ int main(int argc, char** argv) try {
       return Fail(ds::Status(ds::Code::kInvalidArgument, "--output-format: normal or json"));
     }
     ds::SystemProbe probe = ds::ProbeSystem(o.path);
+    o.disk_device = probe.block_device;
     auto r = ds::bench::RunIoJobs(o);
     if (!r.ok()) return Fail(r.status());
     if (output_format == "json") {
@@ -140,6 +149,7 @@ int main(int argc, char** argv) try {
     if (ours && !skeep) ::unlink(test_file.c_str());
   };
   ds::bench::IoJobOptions seq;
+  seq.disk_device = probe.block_device;
   seq.name = "storage";
   seq.path = spath;
   seq.rw = ds::bench::RwMode::kRead;
@@ -168,16 +178,16 @@ int main(int argc, char** argv) try {
   auto s2 = RunWithFallback(rnd);
   remove_test_file();
   if (!s2.ok()) return Fail(s2.status());
-  const auto& a = (*s1)[0];
-  const auto& b = (*s2)[0];
+  const auto& a = s1->jobs[0];
+  const auto& b = s2->jobs[0];
   double bw = a.read.io_bytes / (a.runtime_ms / 1e3);
   double iops = b.read.ios / (b.runtime_ms / 1e3);
   bool pass_bw = bw >= static_cast<double>(bar_bw);
   bool pass_iops = iops >= static_cast<double>(min_iops);
   if (sjson) {
     nlohmann::json j = {{"probe", probe.ToJson()},
-                        {"sequential_read", ds::bench::JobsJson(seq, *s1)["jobs"][0]},
-                        {"random_read", ds::bench::JobsJson(rnd, *s2)["jobs"][0]},
+                        {"sequential_read", OneJobJson(seq, *s1)},
+                        {"random_read", OneJobJson(rnd, *s2)},
                         {"verdict",
                          {{"bw_bytes", bw},
                           {"min_bw_bytes", bar_bw},

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <thread>
 
+#include "bench/latency_report.h"
 #include "bench/stop.h"
 #include "src/fd.h"
 #include "src/human.h"
@@ -231,7 +232,7 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job, JobR
 
 }  // namespace
 
-Result<std::vector<JobResult>> RunIoJobs(const IoJobOptions& options) {
+Result<IoRun> RunIoJobs(const IoJobOptions& options) {
   IoJobOptions o = options;
   if (o.bs == 0 || o.iodepth == 0 || o.numjobs == 0) {
     return Status(Code::kInvalidArgument, "--bs, --iodepth and --numjobs must be positive");
@@ -252,14 +253,19 @@ Result<std::vector<JobResult>> RunIoJobs(const IoJobOptions& options) {
   std::vector<JobResult> results(o.numjobs);
   std::vector<Status> errors(o.numjobs);
   std::vector<std::thread> threads;
+  DiskSampler disk(o.disk_device);  // after the test file is laid out, so its writes don't count
   for (unsigned j = 0; j < o.numjobs; j++) {
     results[j].name = o.name;
     threads.emplace_back([&, j] { errors[j] = RunOne(o, file.path, j, &results[j]); });
   }
   for (auto& t : threads) t.join();
+  IoRun run{{}, disk.Stop()};
   cleanup();
   for (const auto& e : errors) DS_RETURN_IF_ERROR(e);
-  if (!o.group_reporting || o.numjobs == 1) return results;
+  if (!o.group_reporting || o.numjobs == 1) {
+    run.jobs = std::move(results);
+    return run;
+  }
   JobResult g;
   g.name = o.name;
   g.jobs = o.numjobs;
@@ -273,17 +279,14 @@ Result<std::vector<JobResult>> RunIoJobs(const IoJobOptions& options) {
     g.usr_cpu += r.usr_cpu;
     g.sys_cpu += r.sys_cpu;
   }
-  return std::vector<JobResult>{g};
+  run.jobs.push_back(std::move(g));
+  return run;
 }
 
 namespace {
 
 nlohmann::json DirJson(const DirStats& d, double runtime_ms) {
   double secs = runtime_ms / 1e3;
-  nlohmann::json pct = nlohmann::json::object();
-  for (double p : LatencyHistogram::DefaultPercentiles()) {
-    pct[fmt::format("{:.6f}", p)] = d.clat.Percentile(p);
-  }
   double bw = secs > 0 ? static_cast<double>(d.io_bytes) / secs : 0;
   return {{"io_bytes", d.io_bytes},
           {"io_kbytes", d.io_bytes / 1024},
@@ -292,13 +295,7 @@ nlohmann::json DirJson(const DirStats& d, double runtime_ms) {
           {"iops", secs > 0 ? static_cast<double>(d.ios) / secs : 0.0},
           {"runtime", static_cast<uint64_t>(runtime_ms)},
           {"total_ios", d.ios},
-          {"clat_ns",
-           {{"min", d.clat.min()},
-            {"max", d.clat.max()},
-            {"mean", d.clat.mean()},
-            {"stddev", d.clat.stddev()},
-            {"N", d.clat.count()},
-            {"percentile", pct}}}};
+          {"clat_ns", LatencyJson(d.clat)}};
 }
 
 std::string DirText(const char* what, const DirStats& d, double runtime_ms) {
@@ -309,24 +306,15 @@ std::string DirText(const char* what, const DirStats& d, double runtime_ms) {
                               FormatCount(static_cast<double>(d.ios) / secs),
                               FormatBytes(static_cast<uint64_t>(bw)), FormatRate(bw),
                               FormatBytes(d.io_bytes), static_cast<uint64_t>(runtime_ms));
-  s += fmt::format("    clat (usec): min={:.0f}, max={:.0f}, avg={:.2f}, stdev={:.2f}\n",
-                   d.clat.min() / 1e3, d.clat.max() / 1e3, d.clat.mean() / 1e3,
-                   d.clat.stddev() / 1e3);
-  s += "    clat percentiles (usec):\n";
-  const auto& ps = LatencyHistogram::DefaultPercentiles();
-  for (size_t i = 0; i < ps.size(); i++) {
-    if (i % 4 == 0) s += "     |";
-    s += fmt::format(" {:6.2f}th=[{:>6}]", ps[i], (d.clat.Percentile(ps[i]) + 500) / 1000);
-    s += (i % 4 == 3 || i + 1 == ps.size()) ? "\n" : ",";
-  }
+  s += LatencyText("clat", d.clat);
   return s;
 }
 
 }  // namespace
 
-nlohmann::json JobsJson(const IoJobOptions& o, const std::vector<JobResult>& results) {
+nlohmann::json JobsJson(const IoJobOptions& o, const IoRun& run) {
   nlohmann::json jobs = nlohmann::json::array();
-  for (const auto& r : results) {
+  for (const auto& r : run.jobs) {
     jobs.push_back({{"jobname", r.name},
                     {"groupid", 0},
                     {"error", 0},
@@ -343,12 +331,14 @@ nlohmann::json JobsJson(const IoJobOptions& o, const std::vector<JobResult>& res
                     {"usr_cpu", r.usr_cpu},
                     {"sys_cpu", r.sys_cpu}});
   }
-  return {{"fio version", std::string("dsbench-") + DSPACK_VERSION}, {"jobs", jobs}};
+  nlohmann::json j = {{"fio version", std::string("dsbench-") + DSPACK_VERSION}, {"jobs", jobs}};
+  if (run.disk) j["disk_util"] = nlohmann::json::array({run.disk->ToJson()});
+  return j;
 }
 
-std::string JobsText(const IoJobOptions& o, const std::vector<JobResult>& results) {
+std::string JobsText(const IoJobOptions& o, const IoRun& run) {
   std::string s;
-  for (const auto& r : results) {
+  for (const auto& r : run.jobs) {
     s += fmt::format(
         "{}: (groupid=0, jobs={}): err= 0: rw={}, bs={}, ioengine={}, iodepth={}, "
         "direct={}\n",
@@ -357,6 +347,7 @@ std::string JobsText(const IoJobOptions& o, const std::vector<JobResult>& result
     s += DirText("write", r.write, r.runtime_ms);
     s += fmt::format("  cpu          : usr={:.2f}%, sys={:.2f}%\n", r.usr_cpu, r.sys_cpu);
   }
+  s += DiskUtilText(run.disk) + "\n";
   return s;
 }
 

@@ -11,13 +11,19 @@
 // the run (incompressible content), checked against free space first, and removed afterwards
 // unless `keep`. When PATH is an existing regular file it is used as is and never removed; it
 // must hold `size` bytes for reads. A block device is refused unless allow_device.
+//
+// Disk stats: while the jobs run (after the test file is laid out, ramp_time included, as fio
+// does) /proc/diskstats is sampled for `disk_device` (src/diskstats.h) and reported as fio's
+// disk_util.
 #pragma once
 
 #include <cstdint>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "src/diskstats.h"
 #include "src/histogram.h"
 #include "src/status.h"
 
@@ -44,6 +50,9 @@ struct IoJobOptions {
   bool keep = false;
   bool allow_device = false;
   uint64_t seed = 0x6473626e;
+  // Block device sampled in /proc/diskstats while the jobs run (SystemProbe::block_device);
+  // empty: none, and the report says "n/a".
+  std::string disk_device;
 };
 
 struct DirStats {
@@ -63,13 +72,19 @@ struct JobResult {
 Result<RwMode> ParseRw(const std::string& text);
 const char* RwName(RwMode m);
 
-// Runs the jobs; returns one result per job, or one merged result with group_reporting.
-Result<std::vector<JobResult>> RunIoJobs(const IoJobOptions& options);
+struct IoRun {
+  std::vector<JobResult> jobs;   // one per job, or one merged result with group_reporting
+  std::optional<DiskUtil> disk;  // disk_device's activity while the jobs ran, if it has one
+};
+
+// Runs the jobs.
+Result<IoRun> RunIoJobs(const IoJobOptions& options);
 
 // fio's JSON layout for the shared fields: {"jobs":[{"jobname","read":{io_bytes,bw_bytes,iops,
-// clat_ns:{min,max,mean,stddev,percentile:{"99.000000":N}}}, "write":{...}}]}.
-nlohmann::json JobsJson(const IoJobOptions& o, const std::vector<JobResult>& results);
-// fio-like human summary.
-std::string JobsText(const IoJobOptions& o, const std::vector<JobResult>& results);
+// clat_ns:{min,max,mean,stddev,percentile:{"99.000000":N}}}, "write":{...}}], "disk_util":[{
+// name, read_ios, write_ios, read_ticks, in_queue, util, ...}]} (disk_util only with a device).
+nlohmann::json JobsJson(const IoJobOptions& o, const IoRun& run);
+// fio-like human summary, ending with the "disk stats" line.
+std::string JobsText(const IoJobOptions& o, const IoRun& run);
 
 }  // namespace ds::bench

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# dsbench io: fio's option names and JSON layout, a test file that is created and removed, and a
-# clear exit-2 error for each bad input. (Parity with fio is measured by a bench script, not here.)
+# dsbench io: fio's option names and JSON layout (with disk_util from /proc/diskstats), a test
+# file that is created and removed, and a clear exit-2 error for each bad input. (Parity with fio
+# is measured by a bench script, not here.)
 source "$(dirname "$0")/lib.sh"
 DSBENCH=${DSBENCH:?set DSBENCH}
 mkdir d
@@ -17,6 +18,15 @@ assert "99.000000" in p and "50.000000" in p and p["99.000000"] >= p["50.000000"
 assert r["clat_ns"]["min"] <= r["clat_ns"]["mean"] <= r["clat_ns"]["max"]
 assert d["jobs"][0]["write"]["io_bytes"] == 0
 assert d["dsbench"]["probe"]["cores"] > 0
+dev = d["dsbench"]["probe"]["block_device"]["name"]
+if dev:
+    du = d["disk_util"][0]
+    assert du["name"] == dev and 0 <= du["util"] <= 100, du
+    for k in ("read_ios", "write_ios", "read_merges", "write_merges", "read_ticks", "write_ticks",
+              "in_queue"):
+        assert isinstance(du[k], int) and du[k] >= 0, (k, du)
+else:
+    assert "disk_util" not in d
 PY
   [ -z "$(ls d)" ] || fail "$engine: test file left behind: $(ls d)"
 done
@@ -26,8 +36,10 @@ pass "io with psync, io_uring, mmap: fio JSON layout (read.io_bytes/bw_bytes/iop
 $PY -c 'import json; d=json.load(open("rw.json")); j=d["jobs"]; assert len(j)==1 and j[0]["read"]["io_bytes"]>0 and j[0]["write"]["io_bytes"]>0'
 "$DSBENCH" io d --rw read --bs 1M --size 16M --keep > human.txt
 grep -q "read: IOPS=" human.txt && grep -q "clat percentiles (usec)" human.txt || fail "human summary"
+grep -Eq "^disk stats (\(.+\): util=[0-9.]+% r/s=|: n/a \(no block device behind PATH\))" human.txt ||
+  { cat human.txt; fail "disk stats line"; }
 [ -f d/dsbench.dsbench.0 ] || fail "--keep must keep the test file"
-pass "randrw with --group_reporting; fio-like human summary; --keep"
+pass "randrw with --group_reporting; fio-like human summary with disk stats; --keep"
 
 expect_exit 2 "$DSBENCH" io no/such/dir --size 1M
 expect_err "no/such/dir"
@@ -54,6 +66,7 @@ if mkdir -p tmpfs && mount -t tmpfs -o size=64m tmpfs tmpfs 2>/dev/null; then
   rm -f tmpfs/probe
   "$DSBENCH" storage tmpfs --quick --direct 0 --size 16M --runtime 0.3 > verdict.txt || true
   grep -Eq "sequential 1 MiB read: .* (PASS|FAIL)" verdict.txt || { cat verdict.txt; fail "storage verdict"; }
+  grep -q "disk stats: n/a (no block device behind PATH)" verdict.txt || fail "tmpfs: disk stats n/a"
   [ -z "$(ls tmpfs)" ] || fail "storage left its test file: $(ls tmpfs)"
-  pass "O_DIRECT refusal explained where tmpfs refuses it; storage prints a verdict"
+  pass "O_DIRECT refusal explained where tmpfs refuses it; storage prints a verdict, disk stats n/a"
 fi
