@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "bench/io_job.h"
+#include "bench/meta.h"
 #include "bench/stop.h"
 #include "src/cli_args.h"
 #include "src/human.h"
@@ -104,9 +105,76 @@ int main(int argc, char** argv) try {
   storage->add_flag("--json", sjson, "Print results as JSON");
   storage->add_flag("--keep", skeep, "Keep the test file");
 
+  ds::bench::MetaOptions mo;
+  std::string mfiles = std::to_string(mo.files), mfile_size = "4k", mphases = "all",
+              mfiles_per_dir = std::to_string(mo.files_per_dir), mformat = "normal";
+  auto* meta = app.add_subcommand(
+      "meta", "mdtest-style metadata benchmark: create, stat, read, readdir, remove small files");
+  meta->add_option("PATH", mo.path, "An existing directory (dsbench-meta.<pid> is made in it)")
+      ->required();
+  meta->add_option("--files", mfiles, "Files per thread, e.g. 2000, 100k")->capture_default_str();
+  meta->add_option("--threads", mo.threads, "Threads, each in its own subtree")
+      ->capture_default_str();
+  meta->add_option("--file-size", mfile_size, "Bytes written at create and read back, e.g. 4k")
+      ->capture_default_str();
+  meta->add_option("--files-per-dir", mfiles_per_dir,
+                   "At most this many files in one directory (sets the dirs per thread)")
+      ->capture_default_str();
+  meta->add_option("--phases", mphases,
+                   "Comma list from create,stat,read,readdir,remove (must include create; "
+                   "they run in this order)")
+      ->capture_default_str();
+  meta->add_flag("--keep", mo.keep, "Keep the files (what the remove phase did not remove)");
+  meta->add_option("--output-format", mformat, "normal|json")->capture_default_str();
+
   if (int rc = ds::ParseArgs(app, argc, argv); rc >= 0) return rc;
   ds::bench::InstallStopHandlers();
   ds::Status err;
+
+  if (meta->parsed()) {
+    if (mformat != "normal" && mformat != "json") {
+      return Fail(ds::Status(ds::Code::kInvalidArgument, "--output-format: normal or json"));
+    }
+    auto files = ds::bench::ParseCount(mfiles, "--files");
+    auto per_dir = ds::bench::ParseCount(mfiles_per_dir, "--files-per-dir");
+    if (!files.ok()) return Fail(files.status());
+    if (!per_dir.ok()) return Fail(per_dir.status());
+    mo.files = *files;
+    mo.files_per_dir = *per_dir;
+    if (!Size(mfile_size, "--file-size", &mo.file_size, &err)) return Fail(err);
+    if (mphases != "all") {
+      auto phases = ds::bench::ParsePhases(mphases);
+      if (!phases.ok()) return Fail(phases.status());
+      mo.phases = *phases;
+    }
+    if (auto s = ds::bench::CheckMetaPlan(mo); !s.ok()) return Fail(s);
+    ds::SystemProbe probe = ds::ProbeSystem(mo.path);
+    mo.disk_device = probe.block_device;
+    bool json = mformat == "json";
+    if (!json) {
+      std::fputs(probe.ToText().c_str(), stdout);
+      std::fputs(ds::bench::MetaPlanText(mo).c_str(), stdout);
+      std::fflush(stdout);
+    }
+    auto r = ds::bench::RunMeta(mo);
+    if (!r.ok()) return Fail(r.status());
+    if (json) {
+      nlohmann::json j = {
+          {"dsbench", {{"probe", probe.ToJson()}, {"interrupted", ds::bench::StopRequested()}}},
+          {"meta", ds::bench::MetaJson(mo, *r)}};
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      std::fputs(ds::bench::MetaText(mo, *r).c_str(), stdout);
+      if (r->interrupted) {
+        std::puts(r->phases.empty() ? "interrupted before the first phase"
+                                    : "interrupted: partial results above");
+      }
+    }
+    if (!r->cleanup_note.empty()) {
+      std::fprintf(stderr, "dsbench: warning: cleanup: %s\n", r->cleanup_note.c_str());
+    }
+    return 0;
+  }
 
   if (io->parsed()) {
     auto mode = ds::bench::ParseRw(rw);
