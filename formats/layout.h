@@ -46,6 +46,7 @@ struct LayoutOptions {
   bool resume = false;
   std::string lmdb_layout = "field";  // "field" or "sample" (docs/formats/lmdb.md)
   bool wds_dali_index = false;        // also write DALI wds2idx sidecars
+  uint64_t lmdb_map_size = 1ull << 30;  // first LMDB map size; doubled on MDB_MAP_FULL
   nlohmann::json creation_options = nlohmann::json::object();
 };
 

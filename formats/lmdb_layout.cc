@@ -73,6 +73,12 @@ class Writer : public LayoutWriter {
     sample_ = Sample{std::string(key), {}};
     sizes_.clear();
     for (const auto& f : fields) {
+      if (field_layout_ && f.name == "__key__") {
+        return Status(Code::kBadInput,
+                      fmt::format("key '{}': a field named __key__ collides with the key's own "
+                                  "LMDB entry; rename it or use --lmdb-layout sample",
+                                  EscapeBytes(key)));
+      }
       if (field_layout_ && 11 + f.name.size() > static_cast<size_t>(mdb_env_get_maxkeysize(env_))) {
         return Status(
             Code::kBadInput,
@@ -204,7 +210,10 @@ class Writer : public LayoutWriter {
 
  private:
   Writer(std::string out, const LayoutOptions& o, bool created)
-      : out_(std::move(out)), created_dir_(created), field_layout_(o.lmdb_layout == "field") {
+      : out_(std::move(out)),
+        created_dir_(created),
+        field_layout_(o.lmdb_layout == "field"),
+        map_size_(std::max<uint64_t>(o.lmdb_map_size, 1 << 20)) {
     tmp_ = out_ + "/" + kDataName + ".tmp";
     meta_.format = Format::kLmdb;
     meta_.creation_options = o.creation_options;
@@ -264,7 +273,7 @@ class Writer : public LayoutWriter {
   bool created_dir_;
   bool field_layout_;
   MDB_env* env_ = nullptr;
-  uint64_t map_size_ = kInitialMapSize;
+  uint64_t map_size_;
   std::vector<std::pair<std::string, std::string>> batch_;
   uint64_t batch_bytes_ = 0, batch_samples_ = 0;
   Sample sample_;
@@ -393,7 +402,9 @@ class Reader : public LayoutReader {
 
   Status Verify(LayoutVerifyReport* r, const LayoutProgress& progress) const override {
     r->shards = 1;
-    if (meta_ && !meta_->shards.empty()) {
+    // Another process has it open (and may be writing): the file legitimately differs from what
+    // dspack wrote, so only the samples are checked, in the consistent snapshot we read.
+    if (meta_ && !meta_->shards.empty() && !locked_) {
       uint64_t size = 0, hash = 0;
       Status s = HashFile(file_, &size, &hash);
       if (!s.ok()) {

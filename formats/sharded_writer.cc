@@ -45,9 +45,11 @@ Status ShardedWriter::WriteZeros(uint64_t n) {
 Status ShardedWriter::OpenShard() {
   shard_name_ = fmt::format("shard-{:06d}{}", meta_.shards.size(), ext_);
   shard_tmp_ = out_ + "/" + shard_name_ + ".tmp";
-  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(shard_tmp_, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(shard_tmp_, O_RDWR | O_CREAT | O_TRUNC, 0644));
   shard_ = std::make_unique<FileWriter>(std::move(fd), shard_tmp_);
-  shard_->EnableWriteback();
+  // As the native shards: O_DIRECT skips the page-cache copy (and leaves the reader's cache
+  // alone); where the file system refuses it, buffered with early writeback.
+  if (!shard_->EnableDirect()) shard_->EnableWriteback();
   hash_.Reset();
   shard_samples_ = 0;
   shard_first_ = samples_;

@@ -95,6 +95,14 @@ class Writer : public ShardedWriter {
   }
 
   Status SampleBegin(std::string_view key, std::span<const FieldInfo> fields) override {
+    for (const auto& f : fields) {
+      if (f.name == kKeyFeature) {
+        return Status(Code::kBadInput,
+                      fmt::format("key '{}': a field named {} collides with the key feature; "
+                                  "rename it",
+                                  EscapeBytes(key), kKeyFeature));
+      }
+    }
     uint64_t features = FeaturesLen(key, fields);
     length_ = Delimited(features);
     begin_ = shard_offset();

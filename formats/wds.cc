@@ -129,7 +129,7 @@ class Reader : public ShardedReader {
     for (uint32_t s = 0; s < shards_.size(); s++) {
       bool indexed = false;
       DS_RETURN_IF_ERROR(LoadIndex(s, &indexed));
-      if (!indexed) DS_RETURN_IF_ERROR(Scan(s));
+      if (!indexed) DS_RETURN_IF_ERROR(Scan(s, &entries_));
     }
     return CheckAgainstMeta();
   }
@@ -178,7 +178,8 @@ class Reader : public ShardedReader {
     return Status::Ok();
   }
 
-  Status Scan(uint32_t s) {
+  // Groups the members of shard s into samples (appended to out), refusing a non-adjacent one.
+  Status Scan(uint32_t s, std::vector<Entry>* out) const {
     auto read = ReadFrom(s);
     std::unordered_set<uint64_t> seen;  // key hashes of this shard's finished samples
     std::string key;
@@ -193,7 +194,7 @@ class Reader : public ShardedReader {
       off = m.next();
       if (m.type != '0' || IsMetaMember(m.name)) {
         if (open) {
-          entries_.push_back(cur);
+          out->push_back(cur);
           seen.insert(Xxh3_64(key));
           open = false;
         }
@@ -205,7 +206,7 @@ class Reader : public ShardedReader {
         continue;
       }
       if (open) {
-        entries_.push_back(cur);
+        out->push_back(cur);
         seen.insert(Xxh3_64(key));
       }
       if (seen.count(Xxh3_64(k))) {
@@ -222,7 +223,7 @@ class Reader : public ShardedReader {
       cur_begin_key_off = m.header_offset;
       open = true;
     }
-    if (open) entries_.push_back(cur);
+    if (open) out->push_back(cur);
     return Status::Ok();
   }
 
@@ -245,6 +246,10 @@ class Reader : public ShardedReader {
       if (out.fields.empty()) {
         out.key.assign(kf.key);
       } else if (kf.key != out.key) {
+        // The index does not match the members (the shard was rewritten): the scan says why,
+        // typically a sample whose members are not adjacent.
+        std::vector<Entry> scanned;
+        DS_RETURN_IF_ERROR(Scan(s, &scanned));
         return Status(
             Code::kCorruption,
             fmt::format("{}: sample {} holds member '{}' of another key than '{}' "

@@ -5,7 +5,7 @@ DSPACK_APT_PACKAGES=(
   build-essential cmake pkg-config
   liburing-dev liblmdb-dev libarchive-dev libtbb-dev libcli11-dev catch2 libbenchmark-dev
   libxxhash-dev nlohmann-json3-dev libfmt-dev libzstd-dev libfuse3-dev fuse3
-  fio rsync tar zip unzip zstd xz-utils bzip2 time util-linux python3
+  fio rsync tar zip unzip zstd xz-utils bzip2 time util-linux python3 python3-lmdb python3-xxhash
 )
 
 dspack_install_deps() {

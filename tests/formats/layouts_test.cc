@@ -321,9 +321,10 @@ TEST_CASE("lmdb: the map grows on MDB_MAP_FULL and every sample reads back", "[f
     big.push_back({"s" + std::to_string(i), {{"bin", std::string(1 << 20, 'a' + i % 26)}}});
   }
   LayoutOptions o;
+  o.lmdb_map_size = 8 << 20;
   auto w = CreateLayoutWriter(Format::kLmdb, dir / "db", o);
   REQUIRE(w.ok());
-  for (const auto& s : big) REQUIRE((*w)->Add(s).ok());  // 100 MiB > the 64 MiB first map
+  for (const auto& s : big) REQUIRE((*w)->Add(s).ok());  // 100 MiB: the 8 MiB map grows 4 times
   REQUIRE((*w)->Finish(nullptr).ok());
   auto r = OpenLayout(dir / "db");
   REQUIRE(r.ok());
