@@ -68,6 +68,15 @@ class Writer : public ShardedWriter {
   }
 
   Status SampleBegin(std::string_view key, std::span<const FieldInfo> fields) override {
+    for (const auto& f : fields) {
+      std::string path = JoinKeyField(key, f.name);
+      if (path.find_first_of("\t\n") != std::string::npos) {
+        return Status(Code::kBadInput,
+                      fmt::format("'{}': a tab or newline in a path cannot be written to the "
+                                  "im2rec .lst; rename it or --exclude it",
+                                  EscapeBytes(path)));
+      }
+    }
     key_.assign(key);
     fields_.clear();
     bool has_data = false;

@@ -232,7 +232,7 @@ Result<std::string> DecodeFeature(std::string_view feature, std::string_view nam
       if (f2 != 1) continue;
       if (field == 1 && w2 == 2) {
         if (values++) {
-          return Status(Code::kUnsupported,
+          return Status(Code::kBadInput,
                         fmt::format("feature '{}' holds several byte strings; dspack maps one "
                                     "byte string per field",
                                     EscapeBytes(name)));
@@ -286,7 +286,7 @@ Result<Sample> DecodeExample(std::string_view data, const std::string& default_k
       }
       auto value = DecodeFeature(feature, name);
       if (!value.ok()) {
-        if (value.status().code() == Code::kUnsupported) return value.status();
+        if (value.status().code() == Code::kBadInput) return value.status();
         return bad(fmt::format("feature '{}' is malformed", EscapeBytes(name)));
       }
       if (name == kKeyFeature) {

@@ -47,6 +47,18 @@ class Writer : public ShardedWriter {
                                 "sample would vanish; rename it or --exclude it",
                                 EscapeBytes(key)));
     }
+    if (want_dali_) {
+      for (const auto& f : fields) {
+        std::string name = JoinKeyField(key, f.name);
+        if (f.name.empty() || name.find_first_of(" \t\n") != std::string::npos) {
+          return Status(Code::kBadInput,
+                        fmt::format("'{}': DALI's wds2idx lines cannot list a member {}; drop "
+                                    "--wds-dali-index or rename it",
+                                    EscapeBytes(name),
+                                    f.name.empty() ? "without an extension" : "with whitespace"));
+        }
+      }
+    }
     key_.assign(key);
     fields_.assign(fields.begin(), fields.end());
     begin_ = shard_offset();
