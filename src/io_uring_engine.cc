@@ -21,11 +21,20 @@ class IoUringEngine : public IoEngine {
       p.flags |= IORING_SETUP_SQPOLL;
       p.sq_thread_idle = 100;
     }
-    // As fio does on kernels that have them: no IPI per completion (COOP_TASKRUN), and one
-    // submitting thread (SINGLE_ISSUER: an engine belongs to one thread). Retried without.
+    // As fio's io_uring engine does on kernels that have them: no IPI per completion
+    // (COOP_TASKRUN), one submitting thread (SINGLE_ISSUER: an engine belongs to one thread),
+    // completion work run only when we reap (DEFER_TASKRUN), and a CQ no bigger than the SQ.
+    // Each is dropped in turn when the kernel refuses it.
     io_uring_params base = p;
-    p.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER;
+    p.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER |
+               IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQSIZE;
+    p.cq_entries = depth_;
     int rc = io_uring_queue_init_params(depth_, &ring_, &p);
+    if (rc == -EINVAL) {
+      p = base;
+      p.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER;
+      rc = io_uring_queue_init_params(depth_, &ring_, &p);
+    }
     if (rc == -EINVAL) {
       p = base;
       rc = io_uring_queue_init_params(depth_, &ring_, &p);
