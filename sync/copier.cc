@@ -1,0 +1,331 @@
+#include "sync/copier.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <thread>
+
+#include "src/checksum.h"
+#include "src/fd.h"
+#include "sync/committer.h"
+
+namespace ds::sync {
+
+std::string TmpRel(const std::string& rel) {
+  size_t slash = rel.rfind('/');
+  if (slash == std::string::npos) return kTmpPrefix + rel;
+  return rel.substr(0, slash + 1) + kTmpPrefix + rel.substr(slash + 1);
+}
+
+namespace {
+
+struct FreeBuf {
+  void operator()(char* p) const { std::free(p); }
+};
+
+Status PwriteFull(int fd, const char* p, size_t n, uint64_t off, const std::string& what) {
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, fmt::format("{}: write at offset {}", what, off));
+    }
+    p += w;
+    n -= static_cast<size_t>(w);
+    off += static_cast<uint64_t>(w);
+  }
+  return Status::Ok();
+}
+
+struct FileState {
+  const PlanFile* f = nullptr;
+  std::string tmp;
+  size_t nchunks = 1;
+  std::atomic<size_t> left{0};
+  std::mutex mu;
+  bool opened = false;
+  int attempt = 0;
+  uint64_t size = 0;  // the source's size and mtime when this attempt opened it
+  int64_t mtime_ns = 0;
+  OwnedFd src, dst, dst_direct;
+  std::vector<uint64_t> chunk_hash;
+  std::vector<const JournalEntry*> prev;  // valid-looking chunk entries, by chunk
+  std::atomic<uint64_t> resumed{0};
+  Status error;  // the first error of this attempt, guarded by mu
+};
+
+class Engine {
+ public:
+  Engine(const std::vector<PlanFile>& files, const CopyOptions& o)
+      : o_(o), states_(files.size()), results_(files.size()), committer_(o.dst, o.journal) {
+    for (size_t i = 0; i < files.size(); ++i) {
+      FileState& s = states_[i];
+      s.f = &files[i];
+      s.tmp = o.dst + "/" + TmpRel(files[i].rel);
+      s.size = files[i].size;
+      s.mtime_ns = files[i].mtime_ns;
+      s.nchunks = std::max<uint64_t>(1, (s.size + o.chunk_size - 1) / o.chunk_size);
+      s.left = s.nchunks;
+      s.chunk_hash.assign(s.nchunks, 0);
+      s.prev.assign(s.nchunks, nullptr);
+      if (s.nchunks > 1 && o.previous != nullptr) FindPrevious(&s);
+      for (size_t k = 0; k < s.nchunks; ++k) tasks_.push_back({i, k});
+      results_[i].rel = files[i].rel;
+    }
+  }
+
+  std::vector<CopyResult> Run() {
+    int n = std::max(1, std::min<int>(o_.threads, static_cast<int>(tasks_.size())));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < n; ++t) threads.emplace_back([this] { Work(); });
+    for (auto& t : threads) t.join();
+    committer_.Flush(&results_);
+    return std::move(results_);
+  }
+
+ private:
+  void FindPrevious(FileState* s) {
+    auto it = o_.previous->find(s->f->rel);
+    if (it == o_.previous->end()) return;
+    for (const auto& e : it->second) {
+      if (e.kind != 'C' || e.src_size != s->size || e.src_mtime_ns != s->mtime_ns) continue;
+      if (e.offset % o_.chunk_size != 0) continue;
+      size_t k = e.offset / o_.chunk_size;
+      if (k < s->nchunks && e.length == std::min(o_.chunk_size, s->size - e.offset)) {
+        s->prev[k] = &e;
+      }
+    }
+  }
+
+  void Work() {
+    std::unique_ptr<char, FreeBuf> buf(static_cast<char*>(std::aligned_alloc(4096, kBufferSize)));
+    for (;;) {
+      size_t t = next_.fetch_add(1);
+      if (t >= tasks_.size()) return;
+      auto [i, k] = tasks_[t];
+      FileState& s = states_[i];
+      Status st = abort_ ? Status(Code::kIOError, s.f->rel +
+                                                      ": not copied (the run stopped "
+                                                      "after an earlier error)")
+                         : Chunk(&s, k, buf.get());
+      if (!st.ok()) {
+        std::lock_guard<std::mutex> lock(s.mu);
+        if (s.error.ok()) s.error = st;
+      }
+      if (s.left.fetch_sub(1) == 1) Finish(i, buf.get());
+    }
+  }
+
+  // Opens the source and the tmp file for an attempt. REQUIRES: s->mu held.
+  Status Open(FileState* s) {
+    const std::string& rel = s->f->rel;
+    auto src = OpenFile(s->f->src_path, O_RDONLY);
+    if (!src.ok()) {
+      if (src.status().code() == Code::kNotFound) {
+        return Status(Code::kBadInput, rel + ": vanished during the copy (not staged)");
+      }
+      return Status(Code::kBadInput, rel + ": unreadable: " + src.status().message());
+    }
+    s->src = std::move(*src);
+    if (s->attempt > 0) {
+      struct stat st;
+      if (::fstat(s->src.get(), &st) != 0) return Status::FromErrno(errno, rel, Code::kBadInput);
+      s->size = static_cast<uint64_t>(st.st_size);
+      s->mtime_ns = MtimeNs(st);
+    }
+    ::posix_fadvise(s->src.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+    bool reuse = s->attempt == 0 && std::any_of(s->prev.begin(), s->prev.end(),
+                                                [](const JournalEntry* e) { return e; });
+    auto dst = OpenFile(s->tmp, O_RDWR | O_CREAT | (reuse ? 0 : O_TRUNC), 0600);
+    if (!dst.ok()) return dst.status();
+    s->dst = std::move(*dst);
+    struct stat dst_st;
+    if (reuse &&
+        (::fstat(s->dst.get(), &dst_st) != 0 || static_cast<uint64_t>(dst_st.st_size) != s->size)) {
+      std::fill(s->prev.begin(), s->prev.end(), nullptr);
+    }
+    if (::ftruncate(s->dst.get(), static_cast<off_t>(s->size)) != 0) {
+      return Status::FromErrno(errno, s->tmp + ": ftruncate");
+    }
+    if (s->size > 0) {
+      int r = ::posix_fallocate(s->dst.get(), 0, static_cast<off_t>(s->size));
+      if (r != 0 && r != EOPNOTSUPP && r != EINVAL) {
+        return Status::FromErrno(r, fmt::format("{}: fallocate {} bytes", s->tmp, s->size));
+      }
+    }
+    if (o_.direct) {
+      auto d = OpenFile(s->tmp, O_WRONLY | O_DIRECT);
+      if (d.ok()) s->dst_direct = std::move(*d);  // refused (tmpfs): stay buffered
+    }
+    return Status::Ok();
+  }
+
+  Status HashRange(int fd, uint64_t off, uint64_t len, char* buf, Xxh3Hasher* h,
+                   const std::string& what) {
+    for (uint64_t done = 0; done < len;) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(kBufferSize, len - done));
+      DS_RETURN_IF_ERROR(ReadFullAt(fd, buf, n, off + done, what));
+      h->Update(buf, n);
+      done += n;
+    }
+    return Status::Ok();
+  }
+
+  Status CopyRange(FileState* s, uint64_t off, uint64_t len, char* buf, Xxh3Hasher* h) {
+    for (uint64_t done = 0; done < len;) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(kBufferSize, len - done));
+      Status st = ReadFullAt(s->src.get(), buf, n, off + done, s->f->rel);
+      if (st.code() == Code::kCorruption) {
+        return Status(Code::kBadInput, s->f->rel + ": changed during copy (it shrank)");
+      }
+      DS_RETURN_IF_ERROR(st);
+      h->Update(buf, n);
+      if (o_.bucket != nullptr) o_.bucket->Acquire(n);
+      size_t direct = s->dst_direct.valid() ? (n & ~size_t{4095}) : 0;
+      if (direct > 0) {
+        DS_RETURN_IF_ERROR(PwriteFull(s->dst_direct.get(), buf, direct, off + done, s->tmp));
+      }
+      DS_RETURN_IF_ERROR(
+          PwriteFull(s->dst.get(), buf + direct, n - direct, off + done + direct, s->tmp));
+      if (o_.bytes_done != nullptr) *o_.bytes_done += n;
+      done += n;
+    }
+    ::posix_fadvise(s->src.get(), static_cast<off_t>(off), static_cast<off_t>(len),
+                    POSIX_FADV_DONTNEED);
+    return Status::Ok();
+  }
+
+  Status Chunk(FileState* s, size_t k, char* buf) {
+    {
+      std::lock_guard<std::mutex> lock(s->mu);
+      if (!s->opened) {
+        s->opened = true;
+        s->error = Open(s);
+      }
+      if (!s->error.ok()) return Status::Ok();  // already recorded
+    }
+    uint64_t off = k * o_.chunk_size;
+    uint64_t len = std::min(o_.chunk_size, s->size - std::min(off, s->size));
+    Xxh3Hasher h;
+    if (const JournalEntry* e = s->prev[k]) {
+      if (HashRange(s->dst.get(), off, len, buf, &h, s->tmp).ok() && h.Digest() == e->xxh3) {
+        s->chunk_hash[k] = e->xxh3;
+        s->resumed += len;
+        if (o_.bytes_done != nullptr) *o_.bytes_done += len;
+        return Status::Ok();
+      }
+      h.Reset();
+    }
+    Status st = CopyRange(s, off, len, buf, &h);
+    if (!st.ok()) {
+      if (st.code() == Code::kNoSpace || st.code() == Code::kIOError) abort_ = true;
+      return st;
+    }
+    s->chunk_hash[k] = h.Digest();
+    if (s->nchunks == 1) return Status::Ok();
+    JournalEntry e{'C', s->size, s->mtime_ns, off, len, s->chunk_hash[k], s->f->rel};
+    return o_.journal->Append({e}, true);
+  }
+
+  // Whole-file checks after the last chunk; returns a status of kind "retry" via *retry.
+  Status Check(FileState* s, char* buf, uint64_t* hash, bool* retry) {
+    *retry = false;
+    if (s->nchunks == 1) {
+      *hash = s->chunk_hash[0];
+    } else {
+      Xxh3Hasher h;
+      DS_RETURN_IF_ERROR(HashRange(s->dst.get(), 0, s->size, buf, &h, s->tmp));
+      *hash = h.Digest();
+    }
+    struct stat st;
+    if (::stat(s->f->src_path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != s->size ||
+        MtimeNs(st) != s->mtime_ns) {
+      *retry = true;
+      return Status(Code::kBadInput, s->f->rel +
+                                         ": changed during copy (size or mtime differ "
+                                         "before and after; copied twice, not staged)");
+    }
+    if (s->f->expected_xxh3 && *hash != *s->f->expected_xxh3) {
+      *retry = true;
+      return Status(Code::kCorruption,
+                    fmt::format("{}: xxh3 {} but the manifest says {}: the source is corrupt "
+                                "(copied twice, not staged)",
+                                s->f->rel, HexU64(*hash), HexU64(*s->f->expected_xxh3)));
+    }
+    return Status::Ok();
+  }
+
+  void Finish(size_t i, char* buf) {
+    FileState& s = states_[i];
+    CopyResult& r = results_[i];
+    uint64_t hash = 0;
+    bool retry = s.error.message().find("changed during copy") != std::string::npos;
+    Status st = s.error;
+    if (st.ok()) st = Check(&s, buf, &hash, &retry);
+    if (!st.ok() && retry && !abort_) {
+      r.recopied = true;
+      s.attempt = 1;
+      s.src.reset();
+      s.dst_direct.reset();
+      s.dst.reset();
+      Xxh3Hasher h;
+      st = Open(&s);
+      if (st.ok()) st = CopyRange(&s, 0, s.size, buf, &h);
+      if (st.ok()) {
+        s.nchunks = 1;
+        s.chunk_hash.assign(1, h.Digest());
+        st = Check(&s, buf, &hash, &retry);
+      }
+    }
+    if (st.ok()) st = Seal(&s);
+    s.src.reset();
+    s.dst_direct.reset();
+    s.dst.reset();
+    r.size = s.size;
+    r.mtime_ns = s.mtime_ns;
+    r.xxh3 = hash;
+    r.resumed_bytes = s.resumed;
+    r.verified = s.f->expected_xxh3.has_value();
+    if (!st.ok()) {
+      if (st.code() == Code::kNoSpace || st.code() == Code::kIOError) abort_ = true;
+      ::unlink(s.tmp.c_str());
+      r.status = st;
+      return;
+    }
+    if (o_.files_done != nullptr) ++*o_.files_done;
+    JournalEntry e{'F', s.size, s.mtime_ns, 0, s.size, hash, s.f->rel};
+    committer_.Add(i, s.tmp, o_.dst + "/" + s.f->rel, e, s.size, &results_);
+  }
+
+  Status Seal(FileState* s) {
+    if (::fchmod(s->dst.get(), s->f->mode) != 0) return Status::FromErrno(errno, s->tmp);
+    struct timespec ts[2];
+    ts[0].tv_sec = ts[1].tv_sec = s->mtime_ns / 1000000000;
+    ts[0].tv_nsec = ts[1].tv_nsec = s->mtime_ns % 1000000000;
+    if (::futimens(s->dst.get(), ts) != 0) return Status::FromErrno(errno, s->tmp + ": futimens");
+    return Status::Ok();
+  }
+
+  const CopyOptions& o_;
+  std::vector<FileState> states_;
+  std::vector<CopyResult> results_;
+  std::vector<std::pair<size_t, size_t>> tasks_;
+  std::atomic<size_t> next_{0};
+  std::atomic<bool> abort_{false};
+  Committer committer_;
+};
+
+}  // namespace
+
+std::vector<CopyResult> CopyFiles(const std::vector<PlanFile>& files, const CopyOptions& options) {
+  Engine engine(files, options);
+  return engine.Run();
+}
+
+}  // namespace ds::sync

@@ -1,0 +1,76 @@
+// CopyFiles: the parallel read + hash + write engine of dssync (docs/dssync.md, "How a file is
+// copied").
+//
+// Each file is cut into chunks of `chunk_size` bytes; the (file, chunk) tasks run on `threads`
+// plain threads in plan order, so many files (and the chunks of a large one) are in flight at
+// once. A chunk is read with pread into a 4 KiB-aligned buffer, hashed (XXH3-64) and written
+// with pwrite into DST/<dir>/.dssync-tmp.<name> (fallocated to the full size when opened;
+// O_DIRECT with `direct` where the file system allows it); the source range is then dropped
+// from the page cache (POSIX_FADV_DONTNEED). When a file's last chunk lands, the worker that
+// wrote it finishes the file:
+//   - the whole-file XXH3-64: the chunk's hash for a one-chunk file, else a re-read of the tmp
+//     file (so what is hashed is what was written);
+//   - fstat of the source: a size or mtime different from the plan's means the file changed
+//     during the copy;
+//   - a changed source or a hash that disagrees with expected_xxh3 is copied once more from
+//     scratch; if it still fails the file is reported (kBadInput "changed during copy", or
+//     kCorruption "xxh3 mismatch"), its tmp file removed, nothing put under its final name;
+//   - otherwise the tmp file gets the source's mode and mtime and is handed to the committer,
+//     which makes batches durable with one syncfs(2), renames them to their final names and
+//     records them in the journal.
+// Files of more than one chunk record each chunk in the journal (fdatasync'd); a later run
+// reuses a chunk of the tmp file when its journal entry matches the source's size, mtime and
+// range and the tmp bytes still hash to the recorded value.
+// A kNoSpace or kIOError on DST stops the whole run (remaining files report "not copied").
+//
+// Thread-safety: one call runs its own threads; the options' pointees must be thread-safe.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "src/status.h"
+#include "sync/journal.h"
+#include "sync/plan.h"
+#include "sync/token_bucket.h"
+
+namespace ds::sync {
+
+inline constexpr const char* kTmpPrefix = ".dssync-tmp.";
+inline constexpr uint64_t kDefaultChunk = 64ull << 20;
+inline constexpr size_t kBufferSize = 4 << 20;
+
+struct CopyOptions {
+  std::string dst;  // the staging directory; every file's directory already exists
+  int threads = 16;
+  uint64_t chunk_size = kDefaultChunk;  // REQUIRES: a multiple of 4096
+  bool direct = false;
+  TokenBucket* bucket = nullptr;  // may be null: unlimited
+  Journal* journal = nullptr;     // REQUIRES: not null
+  // Journal entries of earlier runs, by path (chunk entries only are used).
+  const std::map<std::string, std::vector<JournalEntry>>* previous = nullptr;
+  std::atomic<uint64_t>* files_done = nullptr;  // may be null; progress counters
+  std::atomic<uint64_t>* bytes_done = nullptr;
+};
+
+struct CopyResult {
+  std::string rel;
+  uint64_t size = 0;  // what was committed (the source may have changed since the plan)
+  int64_t mtime_ns = 0;
+  uint64_t xxh3 = 0;
+  bool recopied = false;
+  bool verified = false;       // matched the manifest's hash
+  uint64_t resumed_bytes = 0;  // reused from an interrupted run's tmp file
+  Status status;
+};
+
+// Results are in the order of `files`.
+std::vector<CopyResult> CopyFiles(const std::vector<PlanFile>& files, const CopyOptions& options);
+
+// The tmp name of a relative path: "a/b/.dssync-tmp.c" for "a/b/c".
+std::string TmpRel(const std::string& rel);
+
+}  // namespace ds::sync

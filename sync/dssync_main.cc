@@ -1,0 +1,185 @@
+// dssync: stage a dataset from shared storage onto local disk (docs/dssync.md).
+//   dssync SRC DST [options]      copy, verify against the dataset's hashes, commit atomically
+//   dssync verify DST             re-hash a staged copy against .dssync-manifest.json
+// Parses flags and calls the sync/ library; exit codes: 0 ok, 1 bad data (a corrupt, changed
+// or unreadable source file; verify found a problem), 2 usage or environment (bad flags, DST
+// inside SRC, not enough space, an IO error on DST).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstring>
+#include <new>
+#include <nlohmann/json.hpp>
+
+#include "src/cli_args.h"
+#include "src/human.h"
+#include "sync/staged.h"
+#include "sync/syncer.h"
+
+namespace {
+
+int Fail(const ds::Status& s) {
+  std::fprintf(stderr, "dssync: %s\n", ds::EscapeBytes(s.message()).c_str());
+  return ds::ExitCode(s);
+}
+
+// Prints per-file errors (at most 20 lines) and returns the exit code they call for.
+int ReportErrors(const std::vector<ds::Status>& errors) {
+  int rc = 0;
+  for (size_t i = 0; i < errors.size(); ++i) {
+    if (i < 20) std::fprintf(stderr, "dssync: %s\n", ds::EscapeBytes(errors[i].message()).c_str());
+    rc = std::max(rc, ds::ExitCode(errors[i]));
+  }
+  if (errors.size() > 20) std::fprintf(stderr, "dssync: ... and %zu more\n", errors.size() - 20);
+  return rc;
+}
+
+int Verify(int argc, char** argv) {
+  CLI::App app{"dssync verify: re-hash a staged copy against its .dssync-manifest.json"};
+  std::string dst;
+  int threads = 16;
+  bool json = false, quiet = false;
+  app.add_option("DST", dst, "staged directory (or its parent holding `current`)")->required();
+  app.add_option("--threads", threads, "files hashed in parallel")->check(CLI::Range(1, 1024));
+  app.add_flag("--json", json, "print a JSON summary");
+  app.add_flag("-q,--quiet", quiet, "print nothing on success");
+  if (int rc = ds::ParseArgs(app, argc, argv); rc >= 0) return rc;
+  auto r = ds::sync::VerifyStaged(dst, threads);
+  if (!r.ok()) return Fail(r.status());
+  int rc = ReportErrors(r->problems);
+  if (json) {
+    std::printf("%s\n", nlohmann::json{{"dir", r->dir},
+                                       {"files", r->files},
+                                       {"bytes", r->bytes},
+                                       {"problems", r->problems.size()}}
+                            .dump()
+                            .c_str());
+  } else if (!quiet || rc != 0) {
+    std::printf("%s: %lu files (%s) checked, %zu problems\n", r->dir.c_str(),
+                static_cast<unsigned long>(r->files), ds::FormatBytes(r->bytes).c_str(),
+                r->problems.size());
+  }
+  return rc;
+}
+
+void PrintSummary(const ds::sync::SyncReport& r, bool json) {
+  double bps = r.seconds > 0 ? static_cast<double>(r.bytes) / r.seconds : 0;
+  if (json) {
+    nlohmann::json j{{"target", r.target},
+                     {"files", r.files},
+                     {"bytes", r.bytes},
+                     {"seconds", r.seconds},
+                     {"bytes_per_sec", bps},
+                     {"skipped_unchanged", r.skipped_unchanged},
+                     {"recopied", r.recopied},
+                     {"verified", r.verified},
+                     {"resumed_bytes", r.resumed_bytes},
+                     {"deleted", r.deleted},
+                     {"errors", r.errors.size()},
+                     {"rank", r.rank.rank},
+                     {"world", r.rank.world},
+                     {"shards",
+                      {{"total", r.shards_total},
+                       {"assigned", r.shards_assigned},
+                       {"staged", r.shards_staged},
+                       {"staged_bytes", r.staged_shard_bytes}}}};
+    std::printf("%s\n", j.dump().c_str());
+    return;
+  }
+  std::printf(
+      "staged %lu files (%s) into %s in %s, %s; %lu unchanged skipped, %lu verified "
+      "against %s, %lu recopied\n",
+      static_cast<unsigned long>(r.files), ds::FormatBytes(r.bytes).c_str(), r.target.c_str(),
+      ds::FormatDuration(r.seconds).c_str(), ds::FormatRate(bps).c_str(),
+      static_cast<unsigned long>(r.skipped_unchanged), static_cast<unsigned long>(r.verified),
+      r.manifest.empty() ? "a manifest" : r.manifest.c_str(),
+      static_cast<unsigned long>(r.recopied));
+  if (r.rank.world > 1 || r.subset) {
+    std::printf(
+        "rank %u of %u (%s): %lu of %lu shards assigned; staged the first %lu of them, %s\n",
+        r.rank.rank, r.rank.world, r.rank.source.c_str(),
+        static_cast<unsigned long>(r.shards_assigned), static_cast<unsigned long>(r.shards_total),
+        static_cast<unsigned long>(r.shards_staged), ds::FormatBytes(r.staged_shard_bytes).c_str());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  if (argc > 1 && std::strcmp(argv[1], "verify") == 0) return Verify(argc - 1, argv + 1);
+  CLI::App app{"dssync: stage a dataset onto local disk: parallel, verified, atomic, resumable"};
+  app.set_version_flag("--version", std::string("dssync ") + DSPACK_VERSION);
+  app.footer(
+      "Also: dssync verify DST. Exit codes: 0 ok, 1 bad data, 2 usage/environment. "
+      "Details: docs/dssync.md");
+  ds::sync::SyncOptions o;
+  std::string chunk = "64MiB", bwlimit, max_bytes;
+  double fraction = -1;
+  uint32_t rank = 0, world = 0;
+  bool json = false, quiet = false, no_space_check = false;
+  app.add_option("SRC", o.src, "dataset directory or any directory tree")->required();
+  app.add_option("DST", o.dst, "staging directory (created)")->required();
+  app.add_option("--threads", o.threads, "files/chunks in flight (default 16)")
+      ->check(CLI::Range(1, 1024));
+  app.add_option("--chunk-size", chunk, "large files are copied in chunks of this size (64MiB)");
+  app.add_flag("--direct", o.direct, "O_DIRECT writes on DST where the file system allows it");
+  app.add_flag("--checksum", o.checksum, "skip unchanged files by XXH3 instead of size+mtime");
+  app.add_flag("--delete", o.del, "remove files under DST that SRC no longer holds");
+  app.add_flag("--follow-symlinks", o.follow_symlinks,
+               "copy the targets of symlinks pointing outside SRC (default: skip with a warning)");
+  app.add_option("--bwlimit", bwlimit, "bandwidth limit, e.g. 200MB/s");
+  auto* r_opt = app.add_option("--rank", rank, "this rank (default: SLURM_PROCID, ...)");
+  auto* w_opt = app.add_option("--world", world, "number of ranks (default: SLURM_NTASKS, ...)");
+  auto* mb_opt = app.add_option("--max-bytes", max_bytes,
+                                "stage only the first shards of this rank's assignment fitting "
+                                "SIZE (metadata always)");
+  auto* fr_opt = app.add_option("--fraction", fraction,
+                                "like --max-bytes, as a fraction of the rank's shard bytes")
+                     ->check(CLI::Range(0.0, 1.0));
+  mb_opt->excludes(fr_opt);
+  app.add_option("--version-name", o.version_name,
+                 "stage into DST/NAME, then switch the DST/current symlink to it");
+  app.add_flag("--json", json, "print a JSON summary");
+  app.add_flag("-q,--quiet", quiet, "print only errors");
+  app.add_flag("--no-space-check", no_space_check)->group("");  // tests: force ENOSPC mid-copy
+  if (int rc = ds::ParseArgs(app, argc, argv); rc >= 0) return rc;
+
+  auto size_flag = [](const std::string& text, const char* flag, uint64_t* out) {
+    auto v = ds::ParseSize(text);
+    if (!v.ok()) return v.status().Prefixed(flag);
+    *out = *v;
+    return ds::Status::Ok();
+  };
+  ds::Status st = size_flag(chunk, "--chunk-size", &o.chunk_size);
+  if (st.ok() && (o.chunk_size == 0 || o.chunk_size % 4096 != 0)) {
+    st = ds::Status(ds::Code::kInvalidArgument, "--chunk-size: must be a multiple of 4 KiB");
+  }
+  if (st.ok() && !bwlimit.empty()) st = size_flag(bwlimit, "--bwlimit", &o.bwlimit);
+  if (st.ok() && !max_bytes.empty()) {
+    uint64_t b = 0;
+    st = size_flag(max_bytes, "--max-bytes", &b);
+    o.max_bytes = b;
+  }
+  if (!st.ok()) return Fail(st);
+  if (*r_opt) o.rank = rank;
+  if (*w_opt) o.world = world;
+  if (*fr_opt) o.fraction = fraction;
+  o.space_check = !no_space_check;
+  o.progress = !json && !quiet;
+  o.warn = [](const std::string& w) {
+    std::fprintf(stderr, "dssync: warning: %s\n", ds::EscapeBytes(w).c_str());
+  };
+  auto r = ds::sync::Sync(o);
+  if (!r.ok()) return Fail(r.status());
+  int rc = ReportErrors(r->errors);
+  if (json || !quiet) PrintSummary(*r, json);
+  return rc;
+} catch (const std::bad_alloc&) {
+  std::fprintf(stderr, "dssync: out of memory\n");
+  return 2;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "dssync: %s\n", e.what());
+  return 2;
+}

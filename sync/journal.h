@@ -1,0 +1,72 @@
+// The resume journal DST/.dssync-journal (docs/dssync.md, "Journal and resume").
+//
+// A text file of one entry per line, appended with one write(2) and an fdatasync per batch:
+//
+//   C <src_size> <src_mtime_ns> <offset> <length> <xxh3> <path> <crc>   a chunk of a large file
+//                                                                        landed in its tmp file
+//   F <src_size> <src_mtime_ns> 0 <size> <xxh3> <path> <crc>             a file was committed
+//
+// Numbers are decimal, <xxh3> is 16 hex digits (XXH3-64 of the chunk, or of the whole file),
+// <path> is the path relative to the staging directory, percent-encoded (EncodePath), and <crc>
+// is 8 hex digits, the CRC-32C of the line up to the space before it. A line that fails to parse
+// or whose CRC disagrees (a torn append after kill -9) is ignored, so the journal is only ever a
+// hint: a chunk entry is trusted only after the tmp file's bytes re-hash to its xxh3 and the
+// source's size and mtime still match.
+//
+// Thread-safety: Journal::Append may be called from any thread; the free functions are pure.
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/fd.h"
+#include "src/status.h"
+
+namespace ds::sync {
+
+// %XX for '%', bytes < 0x21 (space included when encode_space), 0x7f and bytes >= 0x80, so
+// any path byte string becomes one printable token. DecodePath inverts it (false on a bad %).
+std::string EncodePath(std::string_view path, bool encode_space = true);
+bool DecodePath(std::string_view text, std::string* out);
+
+struct JournalEntry {
+  char kind = 'C';  // 'C' chunk, 'F' file
+  uint64_t src_size = 0;
+  int64_t src_mtime_ns = 0;
+  uint64_t offset = 0;
+  uint64_t length = 0;
+  uint64_t xxh3 = 0;
+  std::string path;
+
+  bool operator==(const JournalEntry&) const = default;
+};
+
+// One line, '\n'-terminated.
+std::string FormatEntry(const JournalEntry& e);
+// Every well-formed line of `text`; malformed or torn lines are skipped and counted in *bad.
+std::vector<JournalEntry> ParseJournal(std::string_view text, size_t* bad = nullptr);
+
+inline constexpr const char* kJournalName = ".dssync-journal";
+
+class Journal {
+ public:
+  // Opens (creating) DIR/.dssync-journal for appending and returns the entries already in it.
+  static Result<Journal> Open(const std::string& dir, std::vector<JournalEntry>* existing);
+  Journal(Journal&& o) noexcept : fd_(std::move(o.fd_)), path_(std::move(o.path_)) {}
+
+  // Appends the entries in one write and fdatasyncs when `sync`.
+  Status Append(const std::vector<JournalEntry>& entries, bool sync);
+  // Closes and deletes the journal (the run completed).
+  Status Remove();
+
+ private:
+  Journal(OwnedFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+  std::mutex mu_;
+  OwnedFd fd_;
+  std::string path_;
+};
+
+}  // namespace ds::sync

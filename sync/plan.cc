@@ -1,0 +1,263 @@
+#include "sync/plan.h"
+
+#include <dirent.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <charconv>
+#include <filesystem>
+#include <map>
+
+#include "formats/layout_meta.h"
+#include "formats/manifest.h"
+#include "src/fd.h"
+
+namespace ds::sync {
+
+int64_t MtimeNs(const struct stat& st) {
+  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+}
+
+namespace {
+
+bool Inside(const std::string& path, const std::string& root) {
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          (root.back() == '/' || path[root.size()] == '/'));
+}
+
+const char* TypeName(mode_t m) {
+  if (S_ISFIFO(m)) return "a fifo";
+  if (S_ISSOCK(m)) return "a socket";
+  if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
+  return "not a regular file";
+}
+
+struct Walker {
+  std::string root;       // SRC as given
+  std::string real_root;  // realpath(SRC)
+  PlanOptions options;
+  std::vector<PlanFile> files;
+  Plan* plan;
+
+  void Add(const std::string& rel, const std::string& path, const struct stat& st) {
+    PlanFile f;
+    f.rel = rel;
+    f.src_path = path;
+    f.size = static_cast<uint64_t>(st.st_size);
+    f.mtime_ns = MtimeNs(st);
+    f.mode = st.st_mode & 07777;
+    files.push_back(std::move(f));
+  }
+
+  void Symlink(const std::string& rel, const std::string& path) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) {
+      plan->errors.push_back(Status(
+          Code::kBadInput, fmt::format("{}: unreadable: dangling symlink (not staged)", rel)));
+      return;
+    }
+    std::error_code ec;
+    std::string target = std::filesystem::canonical(path, ec).string();
+    bool inside = !ec && Inside(target, real_root);
+    if (S_ISDIR(st.st_mode)) {
+      plan->warnings.push_back(rel + ": symlink to a directory, skipped");
+    } else if (!S_ISREG(st.st_mode)) {
+      plan->errors.push_back(Status(Code::kBadInput, fmt::format("{}: unreadable: symlink to {}",
+                                                                 rel, TypeName(st.st_mode))));
+    } else if (inside || options.follow_symlinks) {
+      Add(rel, ec ? path : target, st);
+    } else {
+      plan->warnings.push_back(fmt::format(
+          "{}: symlink to {} outside SRC, skipped (--follow-symlinks copies it)", rel, target));
+    }
+  }
+
+  Status Walk(const std::string& rel_dir) {
+    std::string dir = rel_dir.empty() ? root : root + "/" + rel_dir;
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) {
+      Status s = Status::FromErrno(errno, dir, Code::kBadInput);
+      if (rel_dir.empty()) return s;
+      plan->errors.push_back(s);
+      return Status::Ok();
+    }
+    std::vector<std::string> names;
+    while (struct dirent* e = ::readdir(d)) {
+      std::string_view n = e->d_name;
+      if (n == "." || n == ".." || n.substr(0, 8) == ".dssync-") continue;
+      names.emplace_back(n);
+    }
+    ::closedir(d);
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) {
+      std::string rel = rel_dir.empty() ? n : rel_dir + "/" + n;
+      std::string path = root + "/" + rel;
+      struct stat st;
+      if (::lstat(path.c_str(), &st) != 0) {
+        plan->errors.push_back(Status::FromErrno(errno, rel, Code::kBadInput));
+        continue;
+      }
+      plan->all.insert(rel);
+      if (S_ISDIR(st.st_mode)) {
+        plan->dirs.push_back(rel);
+        DS_RETURN_IF_ERROR(Walk(rel));
+      } else if (S_ISLNK(st.st_mode)) {
+        Symlink(rel, path);
+      } else if (S_ISREG(st.st_mode)) {
+        Add(rel, path, st);
+      } else {
+        plan->errors.push_back(
+            Status(Code::kBadInput,
+                   fmt::format("{}: unreadable: {} (not staged)", rel, TypeName(st.st_mode))));
+      }
+    }
+    return Status::Ok();
+  }
+};
+
+// The dataset's own shard list and hashes, keyed by file name; empty for a plain tree.
+Status LoadListed(const std::string& src, Plan* plan, std::vector<native::FileMeta>* shards,
+                  std::map<std::string, uint64_t>* meta_hashes) {
+  struct stat st;
+  if (::stat((src + "/" + native::kManifestName).c_str(), &st) == 0) {
+    DS_ASSIGN_OR_RETURN(native::Manifest m, native::Manifest::Load(src));
+    plan->manifest = native::kManifestName;
+    *shards = m.shards;
+    (*meta_hashes)[native::kIndexName] = m.index.xxh3;
+    if (!m.label_field.empty()) (*meta_hashes)[native::kClassesName] = m.classes_xxh3;
+  } else if (::stat((src + "/" + kLayoutMetaName).c_str(), &st) == 0) {
+    DS_ASSIGN_OR_RETURN(LayoutMeta m, LayoutMeta::Load(src));
+    plan->manifest = kLayoutMetaName;
+    *shards = m.shards;
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+bool IsMetadataName(std::string_view rel) {
+  size_t slash = rel.rfind('/');
+  std::string_view n = slash == std::string_view::npos ? rel : rel.substr(slash + 1);
+  auto ends = [&](std::string_view suf) {
+    return n.size() >= suf.size() && n.substr(n.size() - suf.size()) == suf;
+  };
+  return n == native::kManifestName || n == native::kIndexName || n == kLayoutMetaName ||
+         n == native::kClassesName || ends(".idx") || ends(".lst");
+}
+
+Result<Plan> BuildPlan(const std::string& src, const PlanOptions& options) {
+  Plan plan;
+  struct stat st;
+  if (::stat(src.c_str(), &st) != 0) return Status::FromErrno(errno, src, Code::kInvalidArgument);
+  if (!S_ISDIR(st.st_mode)) return Status(Code::kInvalidArgument, src + ": not a directory");
+  std::error_code ec;
+  Walker w{src, std::filesystem::canonical(src, ec).string(), options, {}, &plan};
+  DS_RETURN_IF_ERROR(w.Walk(""));
+
+  std::vector<native::FileMeta> listed;
+  std::map<std::string, uint64_t> meta_hashes;
+  DS_RETURN_IF_ERROR(LoadListed(src, &plan, &listed, &meta_hashes).Prefixed("dssync"));
+  std::map<std::string, size_t> by_rel;
+  for (size_t i = 0; i < w.files.size(); ++i) by_rel[w.files[i].rel] = i;
+  std::vector<bool> is_shard(w.files.size(), false);
+  for (const auto& s : listed) {
+    auto it = by_rel.find(s.name);
+    if (it == by_rel.end()) {
+      plan.errors.push_back(Status(
+          Code::kBadInput,
+          fmt::format("{}: listed in {} but missing or unreadable in SRC", s.name, plan.manifest)));
+      continue;
+    }
+    PlanFile f = w.files[it->second];
+    f.expected_xxh3 = s.xxh3;
+    is_shard[it->second] = true;
+    plan.shards.push_back(std::move(f));
+  }
+  for (size_t i = 0; i < w.files.size(); ++i) {
+    if (is_shard[i]) continue;
+    PlanFile& f = w.files[i];
+    if (!plan.manifest.empty() || IsMetadataName(f.rel)) {
+      f.meta = true;
+      auto h = meta_hashes.find(f.rel);
+      if (h != meta_hashes.end()) f.expected_xxh3 = h->second;
+      plan.meta.push_back(std::move(f));
+    } else {
+      plan.shards.push_back(std::move(f));
+    }
+  }
+  return plan;
+}
+
+std::vector<size_t> AssignShards(size_t n, uint32_t rank, uint32_t world) {
+  std::vector<size_t> out;
+  for (size_t i = rank; i < n; i += world) out.push_back(i);
+  return out;
+}
+
+Subset PrefixSubset(const std::vector<uint64_t>& sizes, uint64_t max_bytes) {
+  Subset s;
+  for (uint64_t b : sizes) {
+    if (s.bytes + b > max_bytes) break;
+    s.bytes += b;
+    ++s.shards;
+  }
+  return s;
+}
+
+Result<RankWorld> ResolveRank(std::optional<uint32_t> rank, std::optional<uint32_t> world,
+                              const std::function<const char*(const char*)>& getenv) {
+  RankWorld rw;
+  auto num = [](const char* name, const char* v, uint32_t* out) -> Status {
+    std::string_view s(v);
+    auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), *out);
+    if (s.empty() || ec != std::errc() || p != s.data() + s.size()) {
+      return Status(Code::kInvalidArgument, fmt::format("{}={}: not a rank number", name, s));
+    }
+    return Status::Ok();
+  };
+  if (rank || world) {
+    rw.rank = rank.value_or(0);
+    rw.world = world.value_or(1);
+    rw.source = "--rank/--world";
+  } else {
+    static const char* kPairs[][2] = {{"SLURM_PROCID", "SLURM_NTASKS"},
+                                      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                      {"RANK", "WORLD_SIZE"}};
+    rw.source = "default";
+    for (const auto& p : kPairs) {
+      const char* r = getenv(p[0]);
+      const char* w = getenv(p[1]);
+      if (r == nullptr || w == nullptr) continue;
+      DS_RETURN_IF_ERROR(num(p[0], r, &rw.rank));
+      DS_RETURN_IF_ERROR(num(p[1], w, &rw.world));
+      rw.source = fmt::format("{}/{}", p[0], p[1]);
+      break;
+    }
+  }
+  if (rw.world == 0 || rw.rank >= rw.world) {
+    return Status(Code::kInvalidArgument,
+                  fmt::format("rank {} of world {} ({}): need 0 <= rank < world", rw.rank, rw.world,
+                              rw.source));
+  }
+  return rw;
+}
+
+Status CheckDisjoint(const std::string& src, const std::string& dst) {
+  std::error_code ec;
+  std::string s = std::filesystem::weakly_canonical(src, ec).string();
+  std::string d = std::filesystem::weakly_canonical(dst, ec).string();
+  if (Inside(d, s)) {
+    return Status(
+        Code::kInvalidArgument,
+        fmt::format("DST {} is inside SRC {}: refusing (choose a DST outside SRC)", dst, src));
+  }
+  if (Inside(s, d)) {
+    return Status(
+        Code::kInvalidArgument,
+        fmt::format("SRC {} is inside DST {}: refusing (--delete could remove it)", src, dst));
+  }
+  return Status::Ok();
+}
+
+}  // namespace ds::sync

@@ -1,0 +1,96 @@
+// The staging plan: what SRC holds, which files are shards and which are metadata, which shards
+// this rank stages (docs/dssync.md, "Which shards a rank stages").
+//
+// BuildPlan walks SRC (lstat, no symlinked directories followed) and classifies every entry:
+//   - With SRC/manifest.json (native) or SRC/dspack.json (interop layouts), the shards are the
+//     files the manifest lists, in manifest order, each with its XXH3-64; every other file is
+//     metadata. index.dsi and classes.txt carry their manifest hashes too.
+//   - Otherwise (any directory tree) metadata files are those named manifest.json, index.dsi,
+//     dspack.json, classes.txt, *.idx or *.lst; all other files are shards, in byte-wise sorted
+//     order of their relative paths.
+//   - Symlinks: to a regular file inside SRC, copied as that file; to anything outside SRC,
+//     skipped with a warning unless follow_symlinks (then a regular target is copied); to a
+//     directory, skipped with a warning; dangling, an error. FIFOs, sockets and devices are
+//     errors ("unreadable"). Names starting with ".dssync-" are dssync's own and never listed.
+// Entry errors do not stop the walk; they are returned in Plan::errors (exit 1).
+//
+// The assignment: shard i goes to rank i % world. PrefixSubset keeps the first shards of an
+// assignment whose cumulative size fits a byte budget.
+//
+// Thread-safety: pure functions and values.
+#pragma once
+
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/status.h"
+
+namespace ds::sync {
+
+struct PlanFile {
+  std::string rel;       // relative path in SRC and DST
+  std::string src_path;  // what to open (a followed symlink's target)
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  mode_t mode = 0644;
+  bool meta = false;
+  std::optional<uint64_t> expected_xxh3;  // from the dataset's manifest
+};
+
+struct Plan {
+  std::string manifest;  // "manifest.json", "dspack.json" or "" (a plain tree)
+  std::vector<PlanFile> shards;
+  std::vector<PlanFile> meta;
+  std::set<std::string> all;  // every relative path SRC holds (for --delete)
+  std::vector<std::string> dirs;
+  std::vector<std::string> warnings;
+  std::vector<Status> errors;
+};
+
+struct PlanOptions {
+  bool follow_symlinks = false;
+};
+
+// kNotFound / kInvalidArgument when SRC is not a readable directory; kCorruption when its
+// manifest is malformed.
+Result<Plan> BuildPlan(const std::string& src, const PlanOptions& options);
+
+bool IsMetadataName(std::string_view rel);
+
+// st_mtim in nanoseconds since the epoch: how dssync compares and records mtimes.
+int64_t MtimeNs(const struct stat& st);
+
+// Indices i in [0, n) with i % world == rank. REQUIRES: rank < world.
+std::vector<size_t> AssignShards(size_t n, uint32_t rank, uint32_t world);
+
+struct Subset {
+  size_t shards = 0;
+  uint64_t bytes = 0;
+};
+// The longest prefix of `sizes` whose sum is <= max_bytes.
+Subset PrefixSubset(const std::vector<uint64_t>& sizes, uint64_t max_bytes);
+
+struct RankWorld {
+  uint32_t rank = 0;
+  uint32_t world = 1;
+  std::string source;  // "--rank/--world", "SLURM_PROCID/SLURM_NTASKS", ... or "default"
+};
+// Explicit values win; otherwise SLURM_PROCID/SLURM_NTASKS, OMPI_COMM_WORLD_RANK/
+// OMPI_COMM_WORLD_SIZE, RANK/WORLD_SIZE, in that order, read through `getenv`.
+// kInvalidArgument when a value is not a number or rank >= world.
+Result<RankWorld> ResolveRank(std::optional<uint32_t> rank, std::optional<uint32_t> world,
+                              const std::function<const char*(const char*)>& getenv);
+
+// kInvalidArgument when DST is SRC, inside SRC, or SRC is inside DST (after realpath of the
+// existing part of each).
+Status CheckDisjoint(const std::string& src, const std::string& dst);
+
+}  // namespace ds::sync
