@@ -79,6 +79,12 @@ int main(int argc, char** argv) try {
   io->add_flag("--time_based", o.time_based, "Repeat over the file until --runtime");
   io->add_option("--ramp_time", o.ramp_time, "Seconds not counted")->capture_default_str();
   io->add_option("--ioengine", o.ioengine, "psync|io_uring|mmap")->capture_default_str();
+  io->add_flag("--registerfiles", o.registerfiles,
+               "io_uring: register the file with the ring (no per-IO file lookup)");
+  io->add_flag("--fixedbufs", o.fixedbufs,
+               "io_uring: register the IO buffers (pinned once, not per IO)");
+  io->add_flag("--sqthread_poll", o.sqthread_poll,
+               "io_uring: a kernel thread polls the submission queue (no submit syscalls)");
   io->add_option("--invalidate", o.invalidate, "Drop the file's cached pages first")
       ->capture_default_str();
   io->add_option("--rwmixread", o.rwmixread, "randrw: % reads")->capture_default_str();

@@ -132,6 +132,7 @@ double CpuSeconds(const timeval& t) { return static_cast<double>(t.tv_sec) + t.t
 Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job, JobResult* out) {
   EngineOptions eo;
   eo.depth = o.iodepth;
+  eo.sqpoll = o.sqthread_poll;
   DS_ASSIGN_OR_RETURN(auto engine, MakeEngine(o.ioengine, eo));
   int flags = (Writes(o.rw) ? O_RDWR : O_RDONLY) | (o.direct ? O_DIRECT : 0);
   auto fd = OpenFile(file, flags);
@@ -152,6 +153,15 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job, JobR
   for (unsigned i = 0; i < depth; i++) {
     bufs.emplace_back(o.bs);
     Rng(o.seed, job * 1000 + i).Fill(bufs.back().data(), o.bs);
+  }
+  if (o.registerfiles || o.sqthread_poll) {  // as fio: SQPOLL implies registered files
+    int f = fd->get();
+    DS_RETURN_IF_ERROR(engine->RegisterFiles(std::span<const int>(&f, 1)));
+  }
+  if (o.fixedbufs) {
+    std::vector<std::span<char>> spans;
+    for (auto& b : bufs) spans.emplace_back(b.data(), b.size());
+    DS_RETURN_IF_ERROR(engine->RegisterBuffers(spans));
   }
   std::vector<IoRequest> reqs(depth);
   std::vector<int64_t> issued(depth);
@@ -187,7 +197,8 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job, JobR
                     o.bs,
                     block * o.bs,
                     0,
-                    reinterpret_cast<void*>(static_cast<uintptr_t>(slot))};
+                    reinterpret_cast<void*>(static_cast<uintptr_t>(slot)),
+                    o.fixedbufs ? static_cast<int>(slot) : -1};
       issued[slot] = NowNs();
       DS_RETURN_IF_ERROR(engine->Queue(&r));
       issued_bytes += o.bs;
@@ -324,6 +335,9 @@ nlohmann::json JobsJson(const IoJobOptions& o, const IoRun& run) {
                       {"bs", std::to_string(o.bs)},
                       {"iodepth", std::to_string(o.iodepth)},
                       {"ioengine", o.ioengine},
+                      {"registerfiles", o.registerfiles ? "1" : "0"},
+                      {"fixedbufs", o.fixedbufs ? "1" : "0"},
+                      {"sqthread_poll", o.sqthread_poll ? "1" : "0"},
                       {"direct", o.direct ? "1" : "0"},
                       {"numjobs", std::to_string(o.numjobs)}}},
                     {"read", DirJson(r.read, r.runtime_ms)},

@@ -44,7 +44,10 @@ struct IoJobOptions {
   bool time_based = false;  // keep going over the file until runtime
   double ramp_time = 0;     // seconds not counted
   std::string ioengine = "psync";
-  bool invalidate = true;  // posix_fadvise(DONTNEED) on the file before the job
+  bool registerfiles = false;  // io_uring: register the file (fio's registerfiles)
+  bool fixedbufs = false;      // io_uring: register the IO buffers (fio's fixedbufs)
+  bool sqthread_poll = false;  // io_uring: a kernel thread polls the SQ (fio's sqthread_poll)
+  bool invalidate = true;      // posix_fadvise(DONTNEED) on the file before the job
   unsigned rwmixread = 50;
   bool group_reporting = false;
   bool keep = false;

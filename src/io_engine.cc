@@ -13,6 +13,17 @@
 
 namespace ds {
 
+Status IoEngine::RegisterFiles(std::span<const int>) {
+  return Status(
+      Code::kInvalidArgument,
+      std::string("registered files need --ioengine io_uring, not ") + std::string(name()));
+}
+
+Status IoEngine::RegisterBuffers(std::span<const std::span<char>>) {
+  return Status(Code::kInvalidArgument,
+                std::string("fixed buffers need --ioengine io_uring, not ") + std::string(name()));
+}
+
 Status ErrnoStatus(ssize_t result, std::string_view what) {
   return Status::FromErrno(static_cast<int>(-result), what);
 }

@@ -4,8 +4,9 @@
 //
 //   psync     pread/pwrite, completed inside Queue (fio's "psync"); always available
 //   io_uring  liburing; Submit hands the batch to the kernel, Reap waits once and drains
-//             (liburing's io_uring-cp loop). Options: SQPOLL. Only io_uring_engine.cc includes
-//             liburing.h.
+//             (liburing's io_uring-cp loop). Options (fio's): SQPOLL (sqthread_poll),
+//             registered files (registerfiles) and fixed buffers (fixedbufs, used by requests
+//             that name a buf_index). Only io_uring_engine.cc includes liburing.h.
 //   mmap      memcpy from/to a MAP_SHARED mapping of the whole file (fio's "mmap"); a file
 //             truncated under it raises SIGBUS, as with any mmap reader.
 //
@@ -39,6 +40,7 @@ struct IoRequest {
   uint64_t offset = 0;
   ssize_t result = 0;    // set on completion: bytes, or -errno
   void* user = nullptr;  // the caller's context, untouched
+  int buf_index = -1;    // io_uring with registered buffers: which one buf lies in (else -1)
 };
 
 enum EngineFlag : unsigned {
@@ -66,6 +68,11 @@ class IoEngine {
   // Waits until at least `min` requests are complete (0: do not wait), then returns up to
   // out.size() of them in out. REQUIRES: min <= inflight().
   virtual Result<size_t> Reap(size_t min, std::span<IoRequest*> out) = 0;
+  // io_uring only (kInvalidArgument elsewhere): registers fds (requests on them then go by
+  // index, skipping the per-IO file lookup) and buffers (a request with buf_index = i must lie
+  // inside buffers[i]; the kernel pins them once instead of per IO). Before any Queue.
+  virtual Status RegisterFiles(std::span<const int> fds);
+  virtual Status RegisterBuffers(std::span<const std::span<char>> buffers);
 };
 
 // name: "psync", "io_uring" or "mmap". io_uring that the kernel refuses (old kernel, seccomp)

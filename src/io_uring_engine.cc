@@ -3,6 +3,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <vector>
 
 #include "src/io_engine.h"
 
@@ -26,8 +27,8 @@ class IoUringEngine : public IoEngine {
     // completion work run only when we reap (DEFER_TASKRUN), and a CQ no bigger than the SQ.
     // Each is dropped in turn when the kernel refuses it.
     io_uring_params base = p;
-    p.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER |
-               IORING_SETUP_DEFER_TASKRUN | IORING_SETUP_CQSIZE;
+    p.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
+               IORING_SETUP_CQSIZE;
     p.cq_entries = depth_;
     int rc = io_uring_queue_init_params(depth_, &ring_, &p);
     if (rc == -EINVAL) {
@@ -53,14 +54,50 @@ class IoUringEngine : public IoEngine {
   unsigned depth() const override { return depth_; }
   unsigned inflight() const override { return inflight_; }
 
+  Status RegisterFiles(std::span<const int> fds) override {
+    int rc = io_uring_register_files(&ring_, fds.data(), static_cast<unsigned>(fds.size()));
+    if (rc < 0) return Status::FromErrno(-rc, "io_uring_register_files");
+    files_.assign(fds.begin(), fds.end());
+    return Status::Ok();
+  }
+
+  Status RegisterBuffers(std::span<const std::span<char>> buffers) override {
+    std::vector<iovec> iov;
+    for (auto b : buffers) iov.push_back({b.data(), b.size()});
+    int rc = io_uring_register_buffers(&ring_, iov.data(), static_cast<unsigned>(iov.size()));
+    if (rc < 0) {
+      return Status::FromErrno(-rc, "io_uring_register_buffers (locked-memory limit? ulimit -l)");
+    }
+    buffers_ = iov.size();
+    return Status::Ok();
+  }
+
   Status Queue(IoRequest* r) override {
     io_uring_sqe* sqe = inflight_ < depth_ ? io_uring_get_sqe(&ring_) : nullptr;
     if (!sqe) return Status(Code::kInvalidArgument, "io_uring: queue full");
-    if (r->op == IoRequest::Op::kRead) {
-      io_uring_prep_read(sqe, r->fd, r->buf, static_cast<unsigned>(r->len), r->offset);
-    } else {
-      io_uring_prep_write(sqe, r->fd, r->buf, static_cast<unsigned>(r->len), r->offset);
+    int fd = r->fd;
+    bool fixed_file = false;
+    for (size_t i = 0; i < files_.size(); i++) {
+      if (files_[i] == fd) {
+        fd = static_cast<int>(i);
+        fixed_file = true;
+        break;
+      }
     }
+    auto len = static_cast<unsigned>(r->len);
+    bool fixed_buf = r->buf_index >= 0 && static_cast<size_t>(r->buf_index) < buffers_;
+    if (r->op == IoRequest::Op::kRead) {
+      if (fixed_buf) {
+        io_uring_prep_read_fixed(sqe, fd, r->buf, len, r->offset, r->buf_index);
+      } else {
+        io_uring_prep_read(sqe, fd, r->buf, len, r->offset);
+      }
+    } else if (fixed_buf) {
+      io_uring_prep_write_fixed(sqe, fd, r->buf, len, r->offset, r->buf_index);
+    } else {
+      io_uring_prep_write(sqe, fd, r->buf, len, r->offset);
+    }
+    if (fixed_file) sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data(sqe, r);
     inflight_++;
     return Status::Ok();
@@ -102,6 +139,8 @@ class IoUringEngine : public IoEngine {
  private:
   unsigned depth_;
   unsigned inflight_ = 0;
+  std::vector<int> files_;  // registered fds, by index
+  size_t buffers_ = 0;      // registered buffers
   bool deferred_ = false;
   io_uring ring_{};
 };

@@ -120,3 +120,51 @@ TEST_CASE("engines write, and O_DIRECT works with aligned buffers", "[core]") {
     INFO("O_DIRECT " << (direct ? "on" : "refused by this file system"));
   }
 }
+
+TEST_CASE("io_uring reads through a registered file and fixed buffers; others refuse them",
+          "[core]") {
+  test::TempDir dir;
+  const size_t kSize = 256 << 10, kBs = 4096, kDepth = 8;
+  std::string data = Content(kSize);
+  test::WriteFile(dir / "f", data);
+  auto fd = OpenFile(dir / "f", O_RDONLY);
+  REQUIRE(fd.ok());
+  int f = fd->get();
+  auto psync = MakeEngine("psync", {kDepth, false});
+  REQUIRE(psync.ok());
+  CHECK((*psync)->RegisterFiles(std::span<const int>(&f, 1)).code() == Code::kInvalidArgument);
+  auto engine = MakeEngine("io_uring", {kDepth, false});
+  if (!engine.ok() && engine.status().code() == Code::kUnsupported) {
+    WARN("io_uring unavailable here: " << engine.status().message());
+    return;
+  }
+  REQUIRE(engine.ok());
+  std::vector<AlignedBuffer> bufs;
+  std::vector<std::span<char>> spans;
+  for (size_t i = 0; i < kDepth; i++) {
+    bufs.emplace_back(kBs);
+    spans.emplace_back(bufs.back().data(), kBs);
+  }
+  REQUIRE((*engine)->RegisterFiles(std::span<const int>(&f, 1)).ok());
+  Status reg = (*engine)->RegisterBuffers(spans);
+  if (!reg.ok()) WARN("fixed buffers refused here (locked-memory limit?): " << reg.message());
+  std::vector<IoRequest> reqs(kDepth);
+  for (size_t i = 0; i < kDepth; i++) {
+    reqs[i] =
+        IoRequest{IoRequest::Op::kRead, f, bufs[i].data(), kBs,
+                  (i * 7 % 64) * kBs,   0, nullptr,        reg.ok() ? static_cast<int>(i) : -1};
+    REQUIRE((*engine)->Queue(&reqs[i]).ok());
+  }
+  REQUIRE((*engine)->Submit().ok());
+  IoRequest* out[kDepth];
+  size_t got = 0;
+  while (got < kDepth) {
+    auto n = (*engine)->Reap(1, std::span<IoRequest*>(out, kDepth));
+    REQUIRE(n.ok());
+    for (size_t k = 0; k < *n; k++) {
+      REQUIRE(out[k]->result == static_cast<ssize_t>(kBs));
+      CHECK(std::memcmp(out[k]->buf, data.data() + out[k]->offset, kBs) == 0);
+    }
+    got += *n;
+  }
+}

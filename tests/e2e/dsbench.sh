@@ -30,6 +30,9 @@ else:
 PY
   [ -z "$(ls d)" ] || fail "$engine: test file left behind: $(ls d)"
 done
+"$DSBENCH" io d --rw randread --bs 4k --size 8M --runtime 0.3 --time_based --ioengine io_uring \
+  --iodepth 8 --registerfiles --fixedbufs --output-format json > fixed.json
+$PY -c 'import json; d=json.load(open("fixed.json")); j=d["jobs"][0]; assert j["read"]["iops"] > 0 and j["job options"]["fixedbufs"] == "1", j'
 pass "io with psync, io_uring, mmap: fio JSON layout (read.io_bytes/bw_bytes/iops/clat_ns.percentile); test file removed"
 
 "$DSBENCH" io d --rw randrw --bs 16k --size 4M --numjobs 3 --group_reporting --output-format json > rw.json
@@ -49,6 +52,10 @@ expect_exit 2 "$DSBENCH" io d --size 1M --bs 1000 --direct 1
 expect_err "multiple of 512"
 expect_exit 2 "$DSBENCH" io d --size 1M --ioengine libaio
 expect_err "unknown ioengine"
+mkdir fb
+expect_exit 2 "$DSBENCH" io fb --size 1M --ioengine psync --fixedbufs
+expect_err "fixed buffers need --ioengine io_uring"
+[ -z "$(ls fb)" ] || fail "test file left after the --fixedbufs refusal"
 expect_exit 2 "$DSBENCH" io d --size 1P
 expect_err "not enough free space"
 expect_exit 2 "$DSBENCH" io /dev/null --size 1M
