@@ -278,6 +278,27 @@ class Reader : public ShardedReader {
     return out;
   }
 
+  // Key and field sizes from the member headers alone (a pread of 512 bytes per member), so
+  // `ls` and a convert's listing pass do not read the payload.
+  Result<SampleHead> Head(uint64_t i) const override {
+    const Entry& e = entries_[i];
+    auto read = ReadFrom(e.shard);
+    SampleHead h;
+    for (uint64_t off = e.begin; off < e.end;) {
+      tar::Member m;
+      DS_ASSIGN_OR_RETURN(bool more, tar::ReadMember(read, off, e.end, ShardPath(e.shard), &m));
+      if (!more) break;
+      off = m.next();
+      if (m.type != '0' || IsMetaMember(m.name)) continue;
+      KeyField kf = SplitPath(m.name);
+      if (h.fields.empty()) h.key.assign(kf.key);
+      if (kf.key != h.key) return Get(i).status();  // the index is stale: Get explains why
+      h.fields.push_back({std::string(kf.field), m.size});
+    }
+    if (h.fields.empty()) return Get(i).status();
+    return h;
+  }
+
   void AddInfo(nlohmann::json* j) const override {
     (*j)["shard_pattern"] = shards_.size() > 1
                                 ? fmt::format("shard-{{000000..{:06d}}}.tar", shards_.size() - 1)
