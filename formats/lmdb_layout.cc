@@ -437,6 +437,16 @@ class Reader : public LayoutReader {
         s = Status(Code::kCorruption, s.message());
       return Status(s.code(), s.message() + " (not an LMDB environment, or damaged)");
     }
+    // The main DB's handle must be opened in every environment (it sets the key comparator);
+    // a handle from another environment (the parent's, before fork) would crash LMDB.
+    MDB_txn* txn = nullptr;
+    rc = mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
+    if (rc == 0) rc = mdb_dbi_open(txn, nullptr, 0, &dbi_);
+    if (txn) mdb_txn_abort(txn);
+    if (rc != 0) {
+      mdb_env_close(env);
+      return MdbError(rc, file_);
+    }
     env_ = env;
     pid_ = ::getpid();
     return Status::Ok();
@@ -461,9 +471,7 @@ class Reader : public LayoutReader {
     MDB_txn* txn = nullptr;
     int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
     if (rc != 0) return MdbError(rc, file_);
-    MDB_dbi dbi;
-    rc = mdb_dbi_open(txn, nullptr, 0, &dbi);
-    dbi_ = dbi;
+    MDB_dbi dbi = dbi_;
     MDB_val k = Val("__meta__"), v;
     Status st;
     if (rc == 0 && mdb_get(txn, dbi, &k, &v) == 0) {
@@ -581,7 +589,7 @@ class Reader : public LayoutReader {
   mutable MDB_env* env_ = nullptr;
   mutable pid_t pid_ = 0;
   mutable bool locked_ = false;
-  MDB_dbi dbi_ = 0;
+  mutable MDB_dbi dbi_ = 0;
 };
 
 }  // namespace

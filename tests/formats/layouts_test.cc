@@ -2,6 +2,7 @@
 // rolling, cancel/abandon, and each bad-input case of issue 4 (truncation, CRC, split records,
 // non-adjacent tar members, LMDB map growth). External readers are tested in tests/e2e/formats.sh.
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -358,4 +359,26 @@ TEST_CASE("layouts refuse samples they cannot hold, as bad input", "[formats]") 
     return x;
   }());
   CHECK(bad.status().code() == Code::kInvalidArgument);
+}
+
+TEST_CASE("lmdb: a reader opened before fork() works in the child (it reopens itself)",
+          "[formats]") {
+  test::TempDir dir;
+  auto samples = Awkward(6);
+  std::string out = Write(dir / "db", Format::kLmdb, samples);
+  auto r = OpenLayout(out);
+  REQUIRE(r.ok());
+  REQUIRE((*r)->Get(0).ok());  // used in the parent first, as a DataLoader's dataset is
+  pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    auto s = (*r)->Get(5);
+    bool ok = s.ok() && s->key == samples[5].key && s->fields.size() == samples[5].fields.size();
+    ::_exit(ok ? 0 : 1);
+  }
+  int status = 0;
+  REQUIRE(::waitpid(pid, &status, 0) == pid);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK((*r)->Get(5).ok());  // and the parent's handle still works
 }
