@@ -193,6 +193,10 @@ int main(int argc, char** argv) try {
     ds::SystemProbe probe = ds::ProbeSystem(o.path);
     o.disk_device = probe.block_device;
     auto r = ds::bench::RunIoJobs(o);
+    if (!r.ok() && r.status().code() == ds::Code::kUnsupported) {  // asked for explicitly
+      return Fail(
+          ds::Status(r.status().code(), r.status().message() + "; rerun with --ioengine psync"));
+    }
     if (!r.ok()) return Fail(r.status());
     if (output_format == "json") {
       auto j = ds::bench::JobsJson(o, *r);

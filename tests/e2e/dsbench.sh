@@ -52,6 +52,18 @@ expect_exit 2 "$DSBENCH" io d --size 1M --bs 1000 --direct 1
 expect_err "multiple of 512"
 expect_exit 2 "$DSBENCH" io d --size 1M --ioengine libaio
 expect_err "unknown ioengine"
+# io_uring blocked by a real seccomp filter (as in Docker's default profile): asked for
+# explicitly it is a clear exit 2; chosen by `storage` it falls back to psync with a warning.
+mkdir nu
+expect_exit 2 $PY "$SRC_DIR/tests/e2e/no_io_uring.py" "$DSBENCH" io nu --ioengine io_uring --size 4M
+expect_err "io_uring unavailable: Operation not permitted"
+expect_err "rerun with --ioengine psync"
+[ -z "$(ls nu)" ] || fail "test file left after the io_uring refusal"
+$PY "$SRC_DIR/tests/e2e/no_io_uring.py" "$DSBENCH" storage nu --quick --direct 0 --size 16M \
+  --runtime 0.3 > nu.out 2> nu.err || true
+grep -q "falling back to psync" nu.err || { cat nu.err; fail "storage: no fallback warning"; }
+grep -Eq "random 4 KiB read: .* (PASS|FAIL)" nu.out || { cat nu.out; fail "storage verdict after fallback"; }
+pass "io_uring blocked by seccomp: io fails clearly (exit 2), storage falls back to psync"
 mkdir fb
 expect_exit 2 "$DSBENCH" io fb --size 1M --ioengine psync --fixedbufs
 expect_err "fixed buffers need --ioengine io_uring"
