@@ -1,7 +1,8 @@
 // The staging plan: what SRC holds, which files are shards and which are metadata, which shards
 // this rank stages (docs/dssync.md, "Which shards a rank stages").
 //
-// BuildPlan walks SRC (lstat, no symlinked directories followed) and classifies every entry:
+// BuildPlan walks SRC (lstat, no symlinked directories followed, `threads` calls in flight) and
+// classifies every entry:
 //   - With SRC/manifest.json (native) or SRC/dspack.json (interop layouts), the shards are the
 //     files the manifest lists, in manifest order, each with its XXH3-64; every other file is
 //     metadata. index.dsi and classes.txt carry their manifest hashes too.
@@ -57,6 +58,7 @@ struct Plan {
 
 struct PlanOptions {
   bool follow_symlinks = false;
+  int threads = 16;  // directory listings and lstat calls in flight
 };
 
 // kNotFound / kInvalidArgument when SRC is not a readable directory; kCorruption when its
