@@ -129,6 +129,12 @@ class NativeReader : public LayoutReader {
   Result<std::optional<uint64_t>> Find(std::string_view key) const override {
     return ds_->Find(key);
   }
+  std::vector<std::string> DataFiles() const override {
+    std::vector<std::string> v;
+    for (uint32_t s = 0; s < ds_->manifest().shards.size(); s++) v.push_back(ds_->ShardPath(s));
+    v.push_back(path_ + "/" + native::kIndexName);
+    return v;
+  }
   json Info() const override {
     const auto& m = ds_->manifest();
     return {

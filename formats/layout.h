@@ -44,8 +44,8 @@ struct LayoutOptions {
   uint32_t align = 1;  // native only
   bool force = false;  // replace an existing dataset in OUT (only dspack's own files)
   bool resume = false;
-  std::string lmdb_layout = "field";  // "field" or "sample" (docs/formats/lmdb.md)
-  bool wds_dali_index = false;        // also write DALI wds2idx sidecars
+  std::string lmdb_layout = "field";    // "field" or "sample" (docs/formats/lmdb.md)
+  bool wds_dali_index = false;          // also write DALI wds2idx sidecars
   uint64_t lmdb_map_size = 1ull << 30;  // first LMDB map size; doubled on MDB_MAP_FULL
   nlohmann::json creation_options = nlohmann::json::object();
 };
@@ -128,6 +128,8 @@ class LayoutReader {
   // Label field name ("" when unlabelled) and class names (classes.txt).
   virtual std::string label_field() const { return label_field_; }
   virtual const std::vector<std::string>& classes() const { return classes_; }
+  // The files holding the samples (shards, data.mdb), as paths usable from the caller's cwd.
+  virtual std::vector<std::string> DataFiles() const = 0;
   // Format-specific facts for `info` (shards, index kind, layout...).
   virtual nlohmann::json Info() const = 0;
   // Sample i's payload as fn(field_index, chunk), in field order; a layout that can stream

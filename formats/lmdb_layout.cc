@@ -388,6 +388,7 @@ class Reader : public LayoutReader {
   }
 
   Result<SampleLocation> Locate(uint64_t i) const override { return SampleLocation{kDataName, i}; }
+  std::vector<std::string> DataFiles() const override { return {file_}; }
 
   json Info() const override {
     return {{"path", path_},

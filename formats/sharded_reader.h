@@ -24,6 +24,11 @@ class ShardedReader : public LayoutReader {
   Result<Sample> Get(uint64_t i) const override;
   Result<SampleLocation> Locate(uint64_t i) const override;
   nlohmann::json Info() const override;
+  std::vector<std::string> DataFiles() const override {
+    std::vector<std::string> v;
+    for (uint32_t s = 0; s < shards_.size(); s++) v.push_back(ShardPath(s));
+    return v;
+  }
   Status Verify(LayoutVerifyReport* report, const LayoutProgress& progress) const override;
 
  protected:

@@ -1,0 +1,292 @@
+#include "bench/replay.h"
+
+#include <fmt/format.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <thread>
+
+#include "bench/replay_source.h"
+#include "bench/stop.h"
+#include "src/human.h"
+#include "src/ordered_workers.h"
+#include "src/random.h"
+
+namespace ds::bench {
+
+using nlohmann::json;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double Secs(Clock::duration d) { return std::chrono::duration<double>(d).count(); }
+
+double CpuNow() {
+  rusage ru{};
+  ::getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
+}
+
+Status DropCaches() {
+  ::sync();
+  std::ofstream f("/proc/sys/vm/drop_caches");
+  f << "3\n";
+  f.flush();
+  if (!f) {
+    return Status(Code::kInvalidArgument,
+                  "--drop-caches needs root (writing /proc/sys/vm/drop_caches failed); drop it to "
+                  "evict with fadvise instead");
+  }
+  return Status::Ok();
+}
+
+struct BatchOut {
+  Status status;
+  uint64_t samples = 0;
+};
+
+struct WorkerStats {
+  LatencyHistogram lat;
+  uint64_t samples = 0, bytes = 0, opens = 0;
+  double busy = 0;
+};
+
+double MeanBytes(const ReplayResult& r) {
+  return r.dataset_samples ? static_cast<double>(r.dataset_bytes) / r.dataset_samples : 0;
+}
+
+json Lat(const LatencyHistogram& h) {
+  json p = json::object();
+  for (double q : {50.0, 90.0, 99.0, 99.9}) p[fmt::format("{:.6f}", q)] = h.Percentile(q);
+  return {{"mean", h.mean()}, {"max", h.max()}, {"percentile", p}};
+}
+
+}  // namespace
+
+Status RunReplay(const ReplayOptions& in, ReplayResult* res,
+                 const std::function<void(const ReplayResult&)>& on_start) {
+  ReplayOptions o = in;
+  if (o.workers < 1 || o.batch < 1 || o.epochs < 1 || o.prefetch < 1 || o.gpus < 1) {
+    return Status(Code::kInvalidArgument,
+                  "--workers, --batch, --prefetch, --epochs and --gpus must be at least 1");
+  }
+  if (o.mode != "map" && o.mode != "stream") {
+    return Status(Code::kInvalidArgument, "--mode: map or stream");
+  }
+  if (o.cache != "cold" && o.cache != "warm") {
+    return Status(Code::kInvalidArgument, "--cache: cold or warm");
+  }
+  if (o.step_time > 0) {
+    // One consumer stands for all GPUs: each step eats one batch per GPU in step_time.
+    if (o.compute_time == 0) o.compute_time = o.step_time / o.gpus;
+    res->required_samples_per_sec = o.gpus * o.batch / o.step_time;
+  } else if (o.samples_per_sec > 0) {
+    res->required_samples_per_sec = o.samples_per_sec;
+  }
+  DS_ASSIGN_OR_RETURN(auto src, ReplaySource::Open(o.dataset));
+  res->kind = src->kind();
+  res->dataset_samples = src->size();
+  res->dataset_bytes = src->total_bytes();
+  res->files_per_sample = src->kind() == "tree" ? static_cast<double>(src->files().size()) /
+                                                      static_cast<double>(src->size())
+                                                : 0;
+  res->compute_time = o.compute_time;
+  if (on_start) on_start(*res);
+  uint64_t n = o.max_samples ? std::min(o.max_samples, src->size()) : src->size();
+  uint64_t batches = (n + o.batch - 1) / o.batch;
+
+  for (int e = 1; e <= o.epochs && !StopRequested(); e++) {
+    if (o.cache == "cold") {
+      // Closed, evicted, reopened: as a DataLoader without persistent workers reopens its
+      // dataset every epoch. Closing first matters: pages a reader has mapped (LMDB maps
+      // data.mdb) cannot be evicted while they are mapped.
+      std::vector<std::string> files = src->files();
+      src.reset();
+      DS_RETURN_IF_ERROR(o.drop_caches ? DropCaches() : ReplaySource::Evict(files));
+      DS_ASSIGN_OR_RETURN(src, ReplaySource::Open(o.dataset));
+    }
+    EpochResult ep;
+    ep.epoch = e;
+    DS_ASSIGN_OR_RETURN(ep.residency_before, src->Residency());
+    std::vector<uint64_t> order(src->size());
+    for (uint64_t i = 0; i < order.size(); i++) order[i] = i;
+    if (o.mode == "map") {  // a DataLoader's RandomSampler: a fresh permutation every epoch
+      Rng rng(o.seed, static_cast<uint64_t>(e));
+      for (uint64_t i = order.size(); i > 1; i--) std::swap(order[i - 1], order[rng.Below(i)]);
+    }
+    std::vector<WorkerStats> workers(static_cast<size_t>(o.workers));
+    std::atomic<int> next_worker{0};
+    Status error;
+    double compute = 0;
+    Clock::time_point t0 = Clock::now(), ready_since = t0, first_done = t0;
+    double cpu0 = CpuNow();
+    RunOrdered<BatchOut>(
+        batches, o.workers, static_cast<size_t>(o.workers) * o.prefetch,
+        [&](uint64_t b) {
+          thread_local int id = -1;
+          if (id < 0) id = next_worker++;
+          WorkerStats& w = workers[static_cast<size_t>(id) % workers.size()];
+          BatchOut out;
+          auto b0 = Clock::now();
+          for (uint64_t k = b * o.batch; k < std::min<uint64_t>(n, (b + 1) * o.batch); k++) {
+            auto s0 = Clock::now();
+            auto r = src->Read(order[k]);
+            if (!r.ok()) {
+              out.status = r.status();
+              return out;
+            }
+            w.lat.Add(static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - s0).count()));
+            w.samples++;
+            w.bytes += r->bytes;
+            w.opens += r->opens;
+            out.samples++;
+          }
+          w.busy += Secs(Clock::now() - b0);
+          return out;
+        },
+        [&](uint64_t b, BatchOut& out) {
+          if (!out.status.ok()) {
+            error = out.status;
+            return false;
+          }
+          auto now = Clock::now();
+          if (b == 0) {
+            ep.first_batch_seconds = Secs(now - t0);
+          } else {
+            ep.wait_lat.Add(
+                static_cast<uint64_t>(std::chrono::nanoseconds(now - ready_since).count()));
+          }
+          if (o.compute_time > 0) {
+            std::this_thread::sleep_for(std::chrono::duration<double>(o.compute_time));
+          }
+          ready_since = Clock::now();
+          if (b == 0) {
+            first_done = ready_since;
+          } else {
+            compute += o.compute_time;
+          }
+          ep.samples += out.samples;
+          return !StopRequested();
+        });
+    DS_RETURN_IF_ERROR(error);
+    auto t1 = Clock::now();
+    ep.seconds = Secs(t1 - t0);
+    ep.cpu_seconds = CpuNow() - cpu0;
+    double after_first = Secs(t1 - first_done);
+    ep.au = o.compute_time > 0 && after_first > 0 ? compute / after_first : 0;
+    for (const auto& w : workers) {
+      ep.sample_lat.Merge(w.lat);
+      ep.bytes += w.bytes;
+      ep.opens += w.opens;
+      ep.worker_samples.push_back(w.samples);
+      ep.worker_busy_seconds += w.busy;
+    }
+    if (ep.worker_busy_seconds > 0) {
+      ep.capacity_samples_per_sec = ep.samples / (ep.worker_busy_seconds / o.workers);
+    }
+    res->epochs.push_back(std::move(ep));
+  }
+  res->interrupted = StopRequested();
+  return Status::Ok();
+}
+
+std::string RequirementText(const ReplayOptions& o, const ReplayResult& r) {
+  double sps = r.required_samples_per_sec, mean_bytes = MeanBytes(r);
+  double opens_per_sample = r.files_per_sample;
+  if (sps <= 0) return "";
+  std::string how = o.step_time > 0 ? fmt::format("{} GPU x batch {} every {}", o.gpus, o.batch,
+                                                  FormatDuration(o.step_time))
+                                    : "--samples-per-sec";
+  return fmt::format("required ({}): {} samples/s = {}, {} opens/s", how, FormatCount(sps),
+                     FormatRate(sps * mean_bytes), FormatCount(sps * opens_per_sample));
+}
+
+json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
+  json epochs = json::array();
+  for (const auto& e : r.epochs) {
+    double s = e.seconds > 0 ? e.seconds : 1e-9;
+    auto [mn, mx] = std::minmax_element(e.worker_samples.begin(), e.worker_samples.end());
+    json j = {{"epoch", e.epoch},
+              {"cache", o.cache},
+              {"residency_before", e.residency_before},
+              {"seconds", e.seconds},
+              {"samples", e.samples},
+              {"bytes", e.bytes},
+              {"opens", e.opens},
+              {"samples_per_sec", e.samples / s},
+              {"bytes_per_sec", e.bytes / s},
+              {"opens_per_sec", e.opens / s},
+              {"first_batch_seconds", e.first_batch_seconds},
+              {"sample_lat_ns", Lat(e.sample_lat)},
+              {"data_wait_ns", Lat(e.wait_lat)},
+              {"workers", {{"min_samples", *mn}, {"max_samples", *mx}}},
+              {"cpu_seconds", e.cpu_seconds},
+              {"capacity_samples_per_sec", e.capacity_samples_per_sec},
+              {"au", r.compute_time > 0 ? json(e.au) : json(nullptr)}};
+    if (r.required_samples_per_sec > 0) {
+      j["headroom"] = e.capacity_samples_per_sec / r.required_samples_per_sec;
+    }
+    epochs.push_back(j);
+  }
+  return {{"dataset", o.dataset},
+          {"layout", r.kind},
+          {"dataset_samples", r.dataset_samples},
+          {"dataset_bytes", r.dataset_bytes},
+          {"mode", o.mode},
+          {"workers", o.workers},
+          {"batch", o.batch},
+          {"prefetch", o.prefetch},
+          {"compute_time", r.compute_time},
+          {"required_samples_per_sec", r.required_samples_per_sec},
+          {"interrupted", r.interrupted},
+          {"epochs", epochs}};
+}
+
+std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
+  std::string t = fmt::format("replay {} ({}: {} samples, {}), mode={}, workers={}, batch={}\n",
+                              o.dataset, r.kind, r.dataset_samples, FormatBytes(r.dataset_bytes),
+                              o.mode, o.workers, o.batch);
+  unsigned cores = std::max(1u, std::thread::hardware_concurrency());
+  for (const auto& e : r.epochs) {
+    double s = e.seconds > 0 ? e.seconds : 1e-9;
+    auto [mn, mx] = std::minmax_element(e.worker_samples.begin(), e.worker_samples.end());
+    t += fmt::format(
+        "epoch {} ({}, {:.1f}% cached at start): {} samples in {}: {} samples/s, {}, {} "
+        "opens/s\n",
+        e.epoch, o.cache, e.residency_before * 100, e.samples, FormatDuration(e.seconds),
+        FormatCount(e.samples / s), FormatRate(e.bytes / s), FormatCount(e.opens / s));
+    t += fmt::format(
+        "  first batch {}; sample read p50 {} p99 {}; workers {}..{} samples; dsbench CPU "
+        "{:.0f}% of {} cores\n",
+        FormatDuration(e.first_batch_seconds), FormatDuration(e.sample_lat.Percentile(50) / 1e9),
+        FormatDuration(e.sample_lat.Percentile(99) / 1e9), *mn, *mx,
+        e.cpu_seconds / s * 100 / cores, cores);
+    if (r.compute_time > 0) {
+      t += fmt::format("  accelerator: AU {:.1f}%, data wait p50 {} p99 {}\n", e.au * 100,
+                       FormatDuration(e.wait_lat.Percentile(50) / 1e9),
+                       FormatDuration(e.wait_lat.Percentile(99) / 1e9));
+    }
+    if (r.required_samples_per_sec > 0) {
+      // The loader's capacity against the requirement; with a simulated accelerator, MLPerf
+      // Storage's bar (AU >= 90%) decides.
+      double headroom = e.capacity_samples_per_sec / r.required_samples_per_sec;
+      bool feeds = r.compute_time > 0 ? e.au >= 0.9 : headroom >= 1;
+      bool client = e.cpu_seconds / s > 0.8 * cores;
+      t += fmt::format("  {}: loader capacity {} samples/s = {:.2f}x the required rate{}\n",
+                       feeds ? "FEEDS the job" : "STARVES the job",
+                       FormatCount(e.capacity_samples_per_sec), headroom,
+                       feeds    ? ""
+                       : client ? " (client-bound: dsbench used the CPUs; the storage may do more)"
+                                : " (storage-bound: more workers, or a packed layout)");
+    }
+  }
+  if (r.interrupted) t += "interrupted: partial results\n";
+  return t;
+}
+
+}  // namespace ds::bench

@@ -1,0 +1,92 @@
+// `dsbench replay DATASET`: what a training job does to storage (docs/dsbench.md#replay).
+//
+// Access models:
+//   map     a PyTorch DataLoader: a seeded global shuffle per epoch, batches of `batch` samples
+//           fetched by `workers` threads, at most workers x prefetch batches ahead of the
+//           consumer, delivered in order.
+//   stream  WebDataset / tf.data: the samples in storage order (sequential shard reads), the
+//           same workers and prefetch; the shuffle buffer only reorders in memory, so it does
+//           not change what storage sees and is not simulated.
+// Workers are threads, not processes: the IO a process-based DataLoader issues is the same
+// (one read per file or record per worker), and threads let one dsbench process measure every
+// read without inter-process plumbing. The Python cost of decoding is not simulated; give it as
+// part of --compute-time if it matters.
+//
+// Each epoch: the dataset's page-cache residency is measured (mincore) at its start; with
+// cache=cold the files are evicted first (fadvise DONTNEED, or drop_caches with drop_caches),
+// and residency proves it. A simulated accelerator consumes each batch for compute_time
+// seconds; accelerator utilisation is MLPerf Storage's: compute time / wall time, first step
+// excluded. The required rate (from gpus x batch / step_time, or samples_per_sec) is compared
+// with what was measured: the headroom ratio says whether this storage and layout can feed it.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "src/histogram.h"
+#include "src/status.h"
+
+namespace ds::bench {
+
+struct ReplayOptions {
+  std::string dataset;
+  std::string mode = "map";  // map | stream
+  int workers = 4;
+  int batch = 32;
+  int prefetch = 2;  // batches per worker in flight
+  uint64_t seed = 0;
+  int epochs = 2;
+  std::string cache = "cold";  // cold | warm
+  bool drop_caches = false;    // cold via /proc/sys/vm/drop_caches (root) instead of fadvise
+  double compute_time = 0;     // seconds per batch (0: no accelerator, read as fast as possible)
+  int gpus = 1;
+  double step_time = 0;        // seconds per step per GPU: sets compute_time and the rate
+  double samples_per_sec = 0;  // or the required rate directly
+  uint64_t max_samples = 0;    // per epoch (0: all)
+};
+
+struct EpochResult {
+  int epoch = 0;
+  double residency_before = 0;  // fraction of the dataset's pages cached at the start
+  double seconds = 0;
+  uint64_t samples = 0;
+  uint64_t bytes = 0;
+  uint64_t opens = 0;
+  double first_batch_seconds = 0;
+  double au = 0;                // accelerator utilisation (0 when no compute was simulated)
+  LatencyHistogram sample_lat;  // per-sample read latency
+  LatencyHistogram wait_lat;    // per-step data wait of the accelerator
+  std::vector<uint64_t> worker_samples;
+  double worker_busy_seconds = 0;  // summed over workers: time spent reading
+  // What the loader could deliver if its workers never idled: samples / (busy / workers). With a
+  // simulated accelerator the delivered rate is capped by compute; this is not.
+  double capacity_samples_per_sec = 0;
+  double cpu_seconds = 0;  // dsbench's own (user + system)
+};
+
+struct ReplayResult {
+  std::string kind;  // "tree" or the layout
+  uint64_t dataset_samples = 0;
+  uint64_t dataset_bytes = 0;
+  double required_samples_per_sec = 0;  // 0: no requirement given
+  double files_per_sample = 0;          // opens a sample costs (tree: files; layouts: 0)
+  double compute_time = 0;              // per batch, as run (from --step-time when given)
+  std::vector<EpochResult> epochs;
+  bool interrupted = false;
+};
+
+// on_start (optional) runs once the dataset is open, before the first epoch: result holds the
+// dataset facts and the required rate, so a caller can say up front what the job needs.
+Status RunReplay(const ReplayOptions& options, ReplayResult* result,
+                 const std::function<void(const ReplayResult&)>& on_start = nullptr);
+
+nlohmann::json ReplayJson(const ReplayOptions& o, const ReplayResult& r);
+std::string ReplayText(const ReplayOptions& o, const ReplayResult& r);
+// The required rate in words, for the start of a run ("" when none was given).
+// The required rate in words: samples/s, MB/s and opens/s ("" when no requirement was given).
+std::string RequirementText(const ReplayOptions& o, const ReplayResult& r);
+
+}  // namespace ds::bench

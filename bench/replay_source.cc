@@ -1,0 +1,103 @@
+#include "bench/replay_source.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "src/fd.h"
+
+namespace ds::bench {
+
+ReplaySource::~ReplaySource() = default;
+
+Result<std::unique_ptr<ReplaySource>> ReplaySource::Open(const std::string& path) {
+  auto src = std::unique_ptr<ReplaySource>(new ReplaySource());
+  src->path_ = path;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, path, Code::kBadInput);
+  if (DetectLayout(path)) {
+    DS_ASSIGN_OR_RETURN(src->layout_, OpenLayout(path));
+    src->kind_ = std::string(FormatName(src->layout_->format()));
+    src->samples_ = src->layout_->size();
+    src->files_ = src->layout_->DataFiles();
+  } else if (S_ISDIR(st.st_mode)) {
+    DS_ASSIGN_OR_RETURN(src->tree_,
+                        FileTree::Scan(path, {}, [&](std::string_view, const Status& s) {
+                          return s.Prefixed(path);
+                        }));
+    src->kind_ = "tree";
+    src->samples_ = src->tree_.sample_count();
+    for (uint64_t f = 0; f < src->tree_.file_count(); f++) {
+      src->files_.push_back(path + "/" + std::string(src->tree_.path(f)));
+    }
+  } else {
+    return Status(Code::kBadInput,
+                  fmt::format("{}: not a dataset or a directory tree; convert an archive first "
+                              "(dspack convert {} OUT)",
+                              path, path));
+  }
+  for (const auto& f : src->files_) {
+    if (::stat(f.c_str(), &st) == 0) src->total_bytes_ += static_cast<uint64_t>(st.st_size);
+  }
+  if (src->samples_ == 0) return Status(Code::kBadInput, path + ": no samples to replay");
+  return src;
+}
+
+Result<SampleRead> ReplaySource::Read(uint64_t i) const {
+  SampleRead r;
+  if (layout_) {
+    DS_ASSIGN_OR_RETURN(Sample s, layout_->Get(i));
+    r.bytes = s.payload_bytes();
+    return r;
+  }
+  // ImageFolder's way: every file of the sample opened, read whole and closed, every time.
+  thread_local std::string buf;
+  auto [begin, end] = tree_.files_of(i);
+  for (uint64_t f = begin; f < end; f++) {
+    const std::string& name = files_[f];
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(name, O_RDONLY));
+    r.opens++;
+    DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), name));
+    if (buf.size() < size) buf.resize(size);
+    DS_ASSIGN_OR_RETURN(size_t n, ReadUpTo(fd.get(), buf.data(), size, name));
+    r.bytes += n;
+  }
+  return r;
+}
+
+Status ReplaySource::Evict(const std::vector<std::string>& files) {
+  for (const auto& f : files) {
+    auto fd = OpenFile(f, O_RDONLY);
+    if (!fd.ok()) return fd.status();
+    // Dirty or under-writeback pages survive DONTNEED: write them back first (free when clean).
+    ::fdatasync(fd->get());
+    ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_DONTNEED);
+  }
+  return Status::Ok();
+}
+
+Result<double> ReplaySource::Residency() const {
+  static const long kPage = ::sysconf(_SC_PAGESIZE);
+  uint64_t pages = 0, resident = 0;
+  std::vector<unsigned char> vec;
+  for (const auto& f : files_) {
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(f, O_RDONLY));
+    DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), f));
+    if (size == 0) continue;
+    void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
+    if (p == MAP_FAILED) return Status::FromErrno(errno, "mmap " + f);
+    uint64_t n = (size + kPage - 1) / kPage;
+    vec.resize(n);
+    int rc = ::mincore(p, size, vec.data());
+    int err = errno;
+    ::munmap(p, size);
+    if (rc != 0) return Status::FromErrno(err, "mincore " + f);
+    pages += n;
+    for (unsigned char v : vec) resident += v & 1;
+  }
+  return pages ? static_cast<double>(resident) / pages : 0.0;
+}
+
+}  // namespace ds::bench

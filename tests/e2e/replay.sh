@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# dsbench replay: the same job against a directory tree and packed layouts; cold epochs proved
+# cold by mincore, warm epochs cached; the accelerator simulation, the required rate, the JSON
+# shape, bad inputs and SIGINT. (Timings are not asserted: they belong in benchmarks.)
+source "$(dirname "$0")/lib.sh"
+DSBENCH=${DSBENCH:?set DSBENCH}
+N=300
+"$DSPACK" synth imagenet-like tree --samples $N --seed 3 -q
+"$DSPACK" convert tree nat --label-from-dir -q
+"$DSPACK" convert nat wds --format wds -q
+"$DSPACK" convert nat db --format lmdb -q
+FILES=$(find tree -type f | wc -l)
+evicts=1
+[ "$(stat -f -c %T .)" = tmpfs ] && evicts=0  # tmpfs pages cannot be evicted: no cold check
+
+for ds in tree nat wds db; do
+  "$DSBENCH" replay $ds --epochs 2 --cache cold --workers 3 --batch 16 --output-format json > $ds.cold.json
+  "$DSBENCH" replay $ds --epochs 2 --cache warm --mode stream --output-format json > $ds.warm.json
+  $PY - $ds $N $FILES $evicts <<'PY'
+import json, sys
+ds, n, files, evicts = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4] == "1"
+cold = json.load(open(ds + ".cold.json"))["replay"]
+warm = json.load(open(ds + ".warm.json"))["replay"]
+layout = {"tree": "tree", "nat": "native", "wds": "wds", "db": "lmdb"}[ds]
+assert cold["layout"] == layout and cold["dataset_samples"] == n, cold
+for e in cold["epochs"] + warm["epochs"]:
+    assert e["samples"] == n and e["bytes"] > 0 and e["samples_per_sec"] > 0, e
+    assert e["sample_lat_ns"]["percentile"]["99.000000"] >= e["sample_lat_ns"]["percentile"]["50.000000"] > 0
+    assert sum([e["workers"]["min_samples"], e["workers"]["max_samples"]]) > 0
+    assert e["opens"] == (files if ds == "tree" else 0), (ds, e["opens"])
+if evicts:
+    assert all(e["residency_before"] < 0.05 for e in cold["epochs"]), [e["residency_before"] for e in cold["epochs"]]
+    assert warm["epochs"][1]["residency_before"] > 0.9, warm["epochs"][1]["residency_before"]
+PY
+done
+pass "replay over a tree, native, wds and lmdb: every sample read each epoch, opens counted per file only for the tree, cold epochs start uncached (mincore), warm ones cached"
+
+"$DSBENCH" replay nat --epochs 1 --step-time 0.01 --gpus 2 --batch 16 > au.txt
+grep -Eq "required \(2 GPU x batch 16 every 10 ms\): 3200 samples/s" au.txt || { cat au.txt; fail "required rate"; }
+grep -Eq "accelerator: AU [0-9.]+%" au.txt || { cat au.txt; fail "AU line"; }
+grep -Eq "(FEEDS|STARVES) the job: loader capacity" au.txt || { cat au.txt; fail "verdict"; }
+"$DSBENCH" replay nat --epochs 1 --step-time 0.01 --batch 16 --output-format json > au.json
+$PY -c 'import json; e=json.load(open("au.json"))["replay"]["epochs"][0]; assert 0 < e["au"] <= 1.0001 and e["headroom"] > 0 and e["data_wait_ns"]["percentile"]["99.000000"] >= 0, e'
+pass "simulated accelerator: required rate up front, AU, loader capacity and the verdict"
+
+expect_exit 2 "$DSBENCH" replay no/such/dataset
+expect_err "no/such/dataset"
+expect_exit 2 "$DSBENCH" replay nat --mode random
+expect_err "--mode: map or stream"
+expect_exit 2 "$DSBENCH" replay nat --workers 0
+expect_err "must be at least 1"
+cp -a nat bad && truncate -s -100 bad/shard-000000.dsr
+expect_exit 2 "$DSBENCH" replay bad --epochs 1
+expect_err "shard-000000.dsr"
+pass "bad inputs: missing dataset, bad mode, zero workers, a truncated shard: exit 2 naming it"
+
+"$DSBENCH" replay tree --epochs 1000 --workers 2 > int.txt &
+pid=$!
+sleep 1.5
+kill -INT $pid
+for _ in $(seq 50); do kill -0 $pid 2>/dev/null || break; sleep 0.1; done
+kill -0 $pid 2>/dev/null && { kill -9 $pid; fail "replay still running after SIGINT"; }
+wait $pid || fail "replay: exit $? after SIGINT"
+grep -q "interrupted: partial results" int.txt && grep -q "^epoch 1 " int.txt || { cat int.txt; fail "partial results after SIGINT"; }
+pass "SIGINT: stops within seconds and prints the epochs so far"
