@@ -43,6 +43,8 @@ Status PwriteFull(int fd, const char* p, size_t n, uint64_t off, const std::stri
   return Status::Ok();
 }
 
+constexpr size_t kAllChunks = ~size_t{0};  // a task copying every chunk of a file in order
+
 struct FileState {
   const PlanFile* f = nullptr;
   std::string tmp;
@@ -55,6 +57,8 @@ struct FileState {
   int64_t mtime_ns = 0;
   OwnedFd src, dst, dst_direct;
   std::vector<uint64_t> chunk_hash;
+  Xxh3Hasher whole;  // one task copying all chunks in order hashes the whole file inline
+  bool whole_valid = false;
   std::vector<const JournalEntry*> prev;  // valid-looking chunk entries, by chunk
   std::atomic<uint64_t> resumed{0};
   Status error;  // the first error of this attempt, guarded by mu
@@ -75,7 +79,12 @@ class Engine {
       s.chunk_hash.assign(s.nchunks, 0);
       s.prev.assign(s.nchunks, nullptr);
       if (s.nchunks > 1 && o.previous != nullptr) FindPrevious(&s);
-      for (size_t k = 0; k < s.nchunks; ++k) tasks_.push_back({i, k});
+      if (s.nchunks > 1 && files.size() < static_cast<size_t>(o.threads)) {
+        for (size_t k = 0; k < s.nchunks; ++k) tasks_.push_back({i, k});
+      } else {
+        s.left = 1;
+        tasks_.push_back({i, kAllChunks});
+      }
       results_[i].rel = files[i].rel;
     }
   }
@@ -166,18 +175,20 @@ class Engine {
     return Status::Ok();
   }
 
-  Status HashRange(int fd, uint64_t off, uint64_t len, char* buf, Xxh3Hasher* h,
+  Status HashRange(int fd, uint64_t off, uint64_t len, char* buf, Xxh3Hasher* h, Xxh3Hasher* whole,
                    const std::string& what) {
     for (uint64_t done = 0; done < len;) {
       size_t n = static_cast<size_t>(std::min<uint64_t>(kBufferSize, len - done));
       DS_RETURN_IF_ERROR(ReadFullAt(fd, buf, n, off + done, what));
       h->Update(buf, n);
+      if (whole != nullptr) whole->Update(buf, n);
       done += n;
     }
     return Status::Ok();
   }
 
-  Status CopyRange(FileState* s, uint64_t off, uint64_t len, char* buf, Xxh3Hasher* h) {
+  Status CopyRange(FileState* s, uint64_t off, uint64_t len, char* buf, Xxh3Hasher* h,
+                   Xxh3Hasher* whole = nullptr) {
     for (uint64_t done = 0; done < len;) {
       size_t n = static_cast<size_t>(std::min<uint64_t>(kBufferSize, len - done));
       Status st = ReadFullAt(s->src.get(), buf, n, off + done, s->f->rel);
@@ -186,6 +197,7 @@ class Engine {
       }
       DS_RETURN_IF_ERROR(st);
       h->Update(buf, n);
+      if (whole != nullptr) whole->Update(buf, n);
       if (o_.bucket != nullptr) o_.bucket->Acquire(n);
       size_t direct = s->dst_direct.valid() ? (n & ~size_t{4095}) : 0;
       if (direct > 0) {
@@ -210,19 +222,29 @@ class Engine {
       }
       if (!s->error.ok()) return Status::Ok();  // already recorded
     }
+    if (k != kAllChunks) return OneChunk(s, k, buf, nullptr);
+    for (size_t c = 0; c < s->nchunks; ++c) DS_RETURN_IF_ERROR(OneChunk(s, c, buf, &s->whole));
+    s->whole_valid = true;
+    return Status::Ok();
+  }
+
+  // Copies (or reuses from the journal) chunk k; feeds `whole` when not null.
+  Status OneChunk(FileState* s, size_t k, char* buf, Xxh3Hasher* whole) {
     uint64_t off = k * o_.chunk_size;
     uint64_t len = std::min(o_.chunk_size, s->size - std::min(off, s->size));
-    Xxh3Hasher h;
+    Xxh3Hasher h, before;
     if (const JournalEntry* e = s->prev[k]) {
-      if (HashRange(s->dst.get(), off, len, buf, &h, s->tmp).ok() && h.Digest() == e->xxh3) {
+      if (whole != nullptr) before.CopyFrom(*whole);
+      if (HashRange(s->dst.get(), off, len, buf, &h, whole, s->tmp).ok() && h.Digest() == e->xxh3) {
         s->chunk_hash[k] = e->xxh3;
         s->resumed += len;
         if (o_.bytes_done != nullptr) *o_.bytes_done += len;
         return Status::Ok();
       }
       h.Reset();
+      if (whole != nullptr) whole->CopyFrom(before);
     }
-    Status st = CopyRange(s, off, len, buf, &h);
+    Status st = CopyRange(s, off, len, buf, &h, whole);
     if (!st.ok()) {
       if (st.code() == Code::kNoSpace || st.code() == Code::kIOError) abort_ = true;
       return st;
@@ -238,9 +260,11 @@ class Engine {
     *retry = false;
     if (s->nchunks == 1) {
       *hash = s->chunk_hash[0];
+    } else if (s->whole_valid) {
+      *hash = s->whole.Digest();
     } else {
       Xxh3Hasher h;
-      DS_RETURN_IF_ERROR(HashRange(s->dst.get(), 0, s->size, buf, &h, s->tmp));
+      DS_RETURN_IF_ERROR(HashRange(s->dst.get(), 0, s->size, buf, &h, nullptr, s->tmp));
       *hash = h.Digest();
     }
     struct stat st;

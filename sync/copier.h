@@ -1,15 +1,17 @@
 // CopyFiles: the parallel read + hash + write engine of dssync (docs/dssync.md, "How a file is
 // copied").
 //
-// Each file is cut into chunks of `chunk_size` bytes; the (file, chunk) tasks run on `threads`
-// plain threads in plan order, so many files (and the chunks of a large one) are in flight at
-// once. A chunk is read with pread into a 4 KiB-aligned buffer, hashed (XXH3-64) and written
+// Each file is cut into chunks of `chunk_size` bytes. With at least `threads` files, one task
+// per file copies its chunks in order (many files in flight, the whole-file hash computed
+// inline); with fewer files than threads, every (file, chunk) is a task of its own, so the
+// chunks of a large file are copied in parallel. Tasks run on `threads` plain threads in plan
+// order. A chunk is read with pread into a 4 KiB-aligned buffer, hashed (XXH3-64) and written
 // with pwrite into DST/<dir>/.dssync-tmp.<name> (fallocated to the full size when opened;
 // O_DIRECT with `direct` where the file system allows it); the source range is then dropped
 // from the page cache (POSIX_FADV_DONTNEED). When a file's last chunk lands, the worker that
 // wrote it finishes the file:
-//   - the whole-file XXH3-64: the chunk's hash for a one-chunk file, else a re-read of the tmp
-//     file (so what is hashed is what was written);
+//   - the whole-file XXH3-64: computed inline when one task copied the file, else (chunks
+//     copied in parallel) by a re-read of the tmp file;
 //   - fstat of the source: a size or mtime different from the plan's means the file changed
 //     during the copy;
 //   - a changed source or a hash that disagrees with expected_xxh3 is copied once more from

@@ -163,4 +163,13 @@ for round in 1 2 3 4 5; do
   [ -z "$(ls -A kd | grep -E 'dssync-(tmp|journal)' || true)" ] || fail "round $round: leftovers $(ls -A kd)"
 done
 [ "$killed" -gt 0 ] || fail "no round killed dssync mid-run"
+# One large file, fewer files than threads: its chunks are copied in parallel and resumed.
+mkdir -p kb && cp ks/big.bin kb/
+"$DSSYNC" kb kbd --chunk-size 2MiB --bwlimit 40MB/s --threads 4 -q & pid=$!
+sleep 0.7; kill -9 "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+[ ! -e kbd/big.bin ] || cmp -s kb/big.bin kbd/big.bin || fail "partial big.bin under its final name"
+expect_exit 0 "$DSSYNC" kb kbd --chunk-size 2MiB --threads 4 --json
+[ "$(jget resumed_bytes)" -gt 0 ] || fail "no chunk of big.bin reused: $(cat last.out)"
+cmp kb/big.bin kbd/big.bin
+expect_exit 0 "$DSSYNC" verify kbd
 pass "5 kill -9 rounds ($killed mid-run): no bad final file; resumed copies verify"
