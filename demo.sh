@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job on a built-in synthetic dataset: generate an ImageNet-like tree, pack it into
-# native shards, verify every byte, and print what was done and how fast (beside tar -cf); then
-# a quick storage verdict of the local disk with dsbench.
+# native shards, verify every byte, stage the dataset with dssync and verify the copy, and print
+# what was done and how fast (beside tar -cf); then a quick storage verdict of the local disk
+# with dsbench.
 #   ./demo.sh [SAMPLES]     default 5000 (~550 MB); work files go to ./demo-out/
 # Installs its own prerequisites with apt-get (Debian 12) when they are missing.
 set -euo pipefail
@@ -26,13 +27,19 @@ echo "== 3. verify every record checksum, the index and the manifest hashes"
 "$DSPACK" verify "$OUT/ds"
 
 echo
-echo "== 4. inspect"
+echo "== 4. stage it onto local disk with dssync (parallel, each shard checked against the manifest,"
+echo "      committed atomically), then re-verify the staged copy"
+"$PWD/build/sync/dssync" "$OUT/ds" "$OUT/staged"
+"$PWD/build/sync/dssync" verify "$OUT/staged"
+
+echo
+echo "== 5. inspect"
 "$DSPACK" info "$OUT/ds"
 echo "first samples:"
 { "$DSPACK" ls -l "$OUT/ds" || true; } | head -3
 
 echo
-echo "== 5. for scale: tar -cf of the same tree (warm cache, same run)"
+echo "== 6. for scale: tar -cf of the same tree (warm cache, same run)"
 start=$(date +%s.%N)
 tar -cf "$OUT/src.tar" -C "$OUT" src
 end=$(date +%s.%N)
@@ -45,7 +52,7 @@ PY
 rm -f "$OUT/src.tar"
 
 echo
-echo "== 6. can this disk feed training? dsbench storage --quick (1 GiB test file, 5 s per test)"
+echo "== 7. can this disk feed training? dsbench storage --quick (1 GiB test file, 5 s per test)"
 "$PWD/build/bench/dsbench" storage "$OUT" --quick || true  # exit 1 = FAIL is a result, not an error
 echo
-echo "done: dataset in $OUT/ds (remove $OUT when finished)"
+echo "done: dataset in $OUT/ds, staged copy in $OUT/staged (remove $OUT when finished)"
