@@ -112,12 +112,12 @@ pass "symlinks out of SRC skipped (copied with --follow-symlinks); fifo and dang
 # --- a source that changes or vanishes during the copy
 mkdir -p grow && head -c 6M /dev/urandom > grow/a.bin && echo z > grow/z.txt
 ( for i in $(seq 60); do head -c 4096 /dev/urandom >> grow/a.bin; sleep 0.1; done ) & writer=$!
-expect_exit 1 "$DSSYNC" grow g1 --bwlimit 6MB/s --threads 1 -q
+expect_exit 1 "$DSSYNC" grow g1 --bwlimit 2MB/s --threads 1 -q  # each attempt >= 1 s
 kill "$writer" 2>/dev/null || true; wait "$writer" 2>/dev/null || true
 expect_err "a.bin: changed during copy"
 [ ! -e g1/a.bin ] && [ -f g1/z.txt ] || fail "a changing file was staged"
-( sleep 0.3; rm grow/z.txt ) &
-expect_exit 1 "$DSSYNC" grow g2 --bwlimit 6MB/s --threads 1 -q
+( sleep 0.6; rm grow/z.txt ) &  # after the plan, while a.bin (>= 1 s) is copied
+expect_exit 1 "$DSSYNC" grow g2 --bwlimit 2MB/s --threads 1 -q
 wait
 expect_err "z.txt: vanished during the copy"
 [ -f g2/a.bin ] && [ ! -e g2/z.txt ] || fail "vanished file handling"
