@@ -206,7 +206,11 @@ rss() {  # rss FILES: max RSS (KiB) of a create,stat,remove run with FILES files
 small=$(rss 1000)
 big=$(rss 100000)
 echo "note - max RSS: 1k files $small KiB, 100k files $big KiB"
-[ "$big" -lt 65536 ] || fail "100k files: max RSS $big KiB >= 64 MiB"
+# The absolute cap holds for a normal build; ASan's shadow memory and allocator add tens of MB
+# whatever the run, so there only the growth check applies.
+if ! ldd "$DSBENCH" | grep -q libasan; then
+  [ "$big" -lt 65536 ] || fail "100k files: max RSS $big KiB >= 64 MiB"
+fi
 [ $((big - small)) -lt 4096 ] || fail "RSS grows with files: $small KiB -> $big KiB"
 [ -z "$(ls -A m)" ] || fail "meta left files behind: $(ls -A m)"
 pass "meta memory: 100k files in $big KiB max RSS, within 4 MiB of a 1k-file run"
