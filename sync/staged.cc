@@ -90,7 +90,7 @@ Result<VerifyReport> VerifyStaged(const std::string& dir, int threads) {
   }
   if (!m.ok()) {
     if (m.status().code() == Code::kNotFound) {
-      return Status(Code::kBadInput,
+      return Status(Code::kInvalidArgument,
                     dir + ": no " + kStagedManifestName + ": not a directory staged by dssync");
     }
     return m.status();

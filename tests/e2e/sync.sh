@@ -20,6 +20,8 @@ same ds st
 [ "$(jget verified)" = $((nshards + 2)) ] || fail "verified $(jget verified), want $((nshards + 2)) (shards, index, classes)"
 expect_exit 0 "$DSSYNC" verify st
 "$DSPACK" verify st -q
+expect_exit 2 "$DSSYNC" verify tree
+expect_err "not a directory staged by dssync"
 expect_exit 0 "$DSSYNC" ds st --json
 [ "$(jget skipped_unchanged)" = $((nshards + 3)) ] && [ "$(jget files)" = 0 ] || fail "rerun copied: $(cat last.out)"
 expect_exit 0 "$DSSYNC" ds st --json --checksum
