@@ -80,6 +80,9 @@ int main(int argc, char** argv) try {
   io->add_flag("--time_based", o.time_based, "Repeat over the file until --runtime");
   io->add_option("--ramp_time", o.ramp_time, "Seconds not counted")->capture_default_str();
   io->add_option("--ioengine", o.ioengine, "psync|io_uring|mmap")->capture_default_str();
+  io->add_option("--iodepth_batch_submit", o.iodepth_batch_submit,
+                 "Hand requests to the kernel in groups of this many (fio's option)")
+      ->capture_default_str();
   io->add_flag("--registerfiles", o.registerfiles,
                "io_uring: register the file with the ring (no per-IO file lookup)");
   io->add_flag("--fixedbufs", o.fixedbufs,

@@ -183,6 +183,7 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job, JobR
     return o.time_based || issued_bytes < o.size;
   };
   int64_t now = start;
+  unsigned queued = 0;  // queued since the last Submit
   while (true) {
     while (!free_slots.empty() && more(now)) {
       unsigned slot = free_slots.back();
@@ -202,9 +203,15 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job, JobR
       issued[slot] = NowNs();
       DS_RETURN_IF_ERROR(engine->Queue(&r));
       issued_bytes += o.bs;
+      // fio's iodepth_batch_submit: hand requests to the kernel in groups of this many.
+      if (++queued >= o.iodepth_batch_submit) {
+        DS_RETURN_IF_ERROR(engine->Submit().status());
+        queued = 0;
+      }
     }
     if (engine->inflight() == 0) break;
     DS_RETURN_IF_ERROR(engine->Submit().status());
+    queued = 0;
     DS_ASSIGN_OR_RETURN(size_t n, engine->Reap(1, done));
     now = NowNs();
     if (ramping && now >= ramp_end) {  // ramp over: start counting from here
@@ -245,8 +252,9 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job, JobR
 
 Result<IoRun> RunIoJobs(const IoJobOptions& options) {
   IoJobOptions o = options;
-  if (o.bs == 0 || o.iodepth == 0 || o.numjobs == 0) {
-    return Status(Code::kInvalidArgument, "--bs, --iodepth and --numjobs must be positive");
+  if (o.bs == 0 || o.iodepth == 0 || o.numjobs == 0 || o.iodepth_batch_submit == 0) {
+    return Status(Code::kInvalidArgument,
+                  "--bs, --iodepth, --numjobs and --iodepth_batch_submit must be positive");
   }
   if (o.direct && o.bs % 512 != 0) {
     return Status(Code::kInvalidArgument,
@@ -338,6 +346,7 @@ nlohmann::json JobsJson(const IoJobOptions& o, const IoRun& run) {
                       {"registerfiles", o.registerfiles ? "1" : "0"},
                       {"fixedbufs", o.fixedbufs ? "1" : "0"},
                       {"sqthread_poll", o.sqthread_poll ? "1" : "0"},
+                      {"iodepth_batch_submit", std::to_string(o.iodepth_batch_submit)},
                       {"direct", o.direct ? "1" : "0"},
                       {"numjobs", std::to_string(o.numjobs)}}},
                     {"read", DirJson(r.read, r.runtime_ms)},

@@ -47,7 +47,8 @@ struct IoJobOptions {
   bool registerfiles = false;  // io_uring: register the file (fio's registerfiles)
   bool fixedbufs = false;      // io_uring: register the IO buffers (fio's fixedbufs)
   bool sqthread_poll = false;  // io_uring: a kernel thread polls the SQ (fio's sqthread_poll)
-  bool invalidate = true;      // posix_fadvise(DONTNEED) on the file before the job
+  unsigned iodepth_batch_submit = 1;  // submit every N queued requests (fio's default: 1)
+  bool invalidate = true;             // posix_fadvise(DONTNEED) on the file before the job
   unsigned rwmixread = 50;
   bool group_reporting = false;
   bool keep = false;

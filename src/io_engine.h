@@ -3,7 +3,8 @@
 // storage through this layer, so a result measured by dsbench is what the tools can do.
 //
 //   psync     pread/pwrite, completed inside Queue (fio's "psync"); always available
-//   io_uring  liburing; Submit hands the batch to the kernel, Reap waits once and drains
+//   io_uring  liburing; Submit hands what is queued to the kernel at once, Reap waits once and
+//             drains
 //             (liburing's io_uring-cp loop). Options (fio's): SQPOLL (sqthread_poll),
 //             registered files (registerfiles) and fixed buffers (fixedbufs, used by requests
 //             that name a buf_index). Only io_uring_engine.cc includes liburing.h.
@@ -62,8 +63,8 @@ class IoEngine {
   virtual unsigned inflight() const = 0;
   // Queues r (REQUIRES: inflight() < depth(); else kInvalidArgument).
   virtual Status Queue(IoRequest* r) = 0;
-  // Hands what was queued to the kernel (an engine may defer it to the next Reap, to submit and
-  // wait in one system call); returns how many requests it covers.
+  // Hands what was queued to the kernel now (Reap also submits anything left queued); returns
+  // how many requests it covers.
   virtual Result<unsigned> Submit() = 0;
   // Waits until at least `min` requests are complete (0: do not wait), then returns up to
   // out.size() of them in out. REQUIRES: min <= inflight().

@@ -103,23 +103,22 @@ class IoUringEngine : public IoEngine {
     return Status::Ok();
   }
 
-  // Deferred to Reap when it will wait, so submission and the wait are one io_uring_enter, as
-  // fio's io_uring engine does; otherwise submitted now.
+  // Hands what is queued to the kernel now. (Deferring it to Reap's wait, one io_uring_enter
+  // for both, measured 0.85x fio's IOPS at QD32 on a virtio disk; submitting as soon as
+  // requests are ready, as fio does with its default iodepth_batch_submit=1, measured 0.97-1.0x.)
   Result<unsigned> Submit() override {
     unsigned ready = io_uring_sq_ready(&ring_);
-    deferred_ = ready > 0;
+    if (ready == 0) return 0u;
+    int rc;
+    do {
+      rc = io_uring_submit(&ring_);
+    } while (rc == -EINTR);
+    if (rc < 0) return Status::FromErrno(-rc, "io_uring_submit");
     return ready;
   }
 
   Result<size_t> Reap(size_t min, std::span<IoRequest*> out) override {
-    if (deferred_) {
-      deferred_ = false;
-      int rc;
-      do {
-        rc = min > 0 ? io_uring_submit_and_wait(&ring_, 1) : io_uring_submit(&ring_);
-      } while (rc == -EINTR);
-      if (rc < 0) return Status::FromErrno(-rc, "io_uring_submit");
-    }
+    DS_RETURN_IF_ERROR(Submit().status());  // anything queued but not yet submitted
     size_t n = 0;
     while (n < out.size()) {
       io_uring_cqe* cqe = nullptr;
@@ -141,7 +140,6 @@ class IoUringEngine : public IoEngine {
   unsigned inflight_ = 0;
   std::vector<int> files_;  // registered fds, by index
   size_t buffers_ = 0;      // registered buffers
-  bool deferred_ = false;
   io_uring ring_{};
 };
 
