@@ -60,6 +60,33 @@ Result<uint64_t> ParseSize(std::string_view text) {
   return static_cast<uint64_t>(v);
 }
 
+Result<double> ParseDuration(std::string_view text) {
+  auto bad = [&](std::string_view why) {
+    return Status(
+        Code::kInvalidArgument,
+        fmt::format("invalid duration '{}': {} (examples: 1ms, 0.2ms, 50us, 2s)", text, why));
+  };
+  std::string s(text);
+  size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) i++;
+  if (i == 0) return bad("no number");
+  double num;
+  try {
+    size_t used = 0;
+    num = std::stod(s.substr(0, i), &used);
+    if (used != i) return bad("malformed number");
+  } catch (...) {
+    return bad("malformed number");
+  }
+  std::string unit = s.substr(i);
+  if (unit.empty() || unit == "s") return num;
+  if (unit == "ms") return num * 1e-3;
+  if (unit == "us" || unit == "\u00b5s") return num * 1e-6;
+  if (unit == "ns") return num * 1e-9;
+  if (unit == "m" || unit == "min") return num * 60;
+  return bad("unknown unit '" + unit + "'");
+}
+
 std::string FormatBytes(uint64_t bytes) {
   static const char* kUnits[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB"};
   double v = static_cast<double>(bytes);
@@ -89,6 +116,8 @@ std::string FormatCount(double v) {
 }
 
 std::string FormatDuration(double s) {
+  if (s < 1e-3) return fmt::format("{:.0f} us", s * 1e6);
+  if (s < 0.01) return fmt::format("{:.1f} ms", s * 1e3);
   if (s < 1) return fmt::format("{:.0f} ms", s * 1e3);
   if (s < 100) return fmt::format("{:.2f} s", s);
   auto total = static_cast<long>(std::lround(s));

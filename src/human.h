@@ -6,6 +6,9 @@
 //   KB MB GB TB                     powers of 1000 (SI)
 // and an optional "/s" suffix for rates ("500MB/s"). Examples: "4k" = 4096, "1MiB" = 1048576,
 // "1.5GB" = 1500000000. Errors name the offending text.
+//
+// ParseDuration accepts a number with an optional unit: none or "s" (seconds), "ms", "us" (or
+// "µs"), "ns", "m" (minutes), as fio's time options do: "1ms" = 0.001, "0.2ms", "50us", "2".
 #pragma once
 
 #include <cstdint>
@@ -17,10 +20,11 @@
 namespace ds {
 
 Result<uint64_t> ParseSize(std::string_view text);
-std::string FormatBytes(uint64_t bytes);       // binary units: "110.2 KiB", "3.0 GiB"
-std::string FormatRate(double bytes_per_sec);  // SI units like fio: "523.4 MB/s"
-std::string FormatCount(double per_sec);       // "12.3k"
-std::string FormatDuration(double seconds);    // "850 ms", "12.4 s", "3m05s"
+Result<double> ParseDuration(std::string_view text);  // in seconds
+std::string FormatBytes(uint64_t bytes);              // binary units: "110.2 KiB", "3.0 GiB"
+std::string FormatRate(double bytes_per_sec);         // SI units like fio: "523.4 MB/s"
+std::string FormatCount(double per_sec);              // "12.3k"
+std::string FormatDuration(double seconds);  // "85 us", "2.5 ms", "850 ms", "12.40 s", "3m05s"
 
 }  // namespace ds
 

@@ -28,12 +28,29 @@ TEST_CASE("ParseSize rejects bad text with a message naming it", "[core]") {
   }
 }
 
+TEST_CASE("ParseDuration takes fio-style time units", "[core]") {
+  CHECK(*ParseDuration("1ms") == Approx(0.001));
+  CHECK(*ParseDuration("0.2ms") == Approx(0.0002));
+  CHECK(*ParseDuration("50us") == Approx(50e-6));
+  CHECK(*ParseDuration("3\u00b5s") == Approx(3e-6));
+  CHECK(*ParseDuration("2") == 2);
+  CHECK(*ParseDuration("2s") == 2);
+  CHECK(*ParseDuration("1m") == 60);
+  auto r = ParseDuration("5 parsecs");
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("invalid duration '5 parsecs'") != std::string::npos);
+  CHECK_FALSE(ParseDuration("ms").ok());
+  CHECK_FALSE(ParseDuration("1hr").ok());
+}
+
 TEST_CASE("formatting helpers", "[core]") {
   CHECK(FormatBytes(512) == "512 B");
   CHECK(FormatBytes(1536) == "1.5 KiB");
   CHECK(FormatBytes(3ull << 30) == "3.0 GiB");
   CHECK(FormatRate(523.4e6) == "523.4 MB/s");
   CHECK(FormatDuration(0.25) == "250 ms");
+  CHECK(FormatDuration(0.0025) == "2.5 ms");
+  CHECK(FormatDuration(85e-6) == "85 us");
   CHECK(FormatDuration(185) == "3m05s");
 }
 
