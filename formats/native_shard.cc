@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -151,28 +152,49 @@ Result<Sample> ReadRecordAt(int fd, uint64_t offset, uint64_t length, std::strin
   if (length < kRecordFixedSize + kRecordTrailerSize || length > (1ull << 62)) {
     return Status(Code::kCorruption, fmt::format("{}: invalid record length {}", where, length));
   }
-  std::string buf(length, '\0');
-  DS_RETURN_IF_ERROR(ReadFullAt(fd, buf.data(), length, offset, where));
-  const auto* p = reinterpret_cast<const uint8_t*>(buf.data());
-  DS_ASSIGN_OR_RETURN(RecordHead head, DecodeRecordHead(p, length, where));
+  // The head first (one small pread nearly always holds it), then each field straight into its
+  // own string with one preadv: payload bytes are copied once, out of the page cache.
+  constexpr size_t kHeadGuess = 512;
+  uint8_t guess[kHeadGuess];
+  size_t first = static_cast<size_t>(std::min<uint64_t>(length, kHeadGuess));
+  DS_RETURN_IF_ERROR(ReadFullAt(fd, guess, first, offset, where));
+  DS_ASSIGN_OR_RETURN(uint32_t meta_len, PeekMetaLen(guess, where));
+  uint64_t head_len = kRecordFixedSize + uint64_t{meta_len};
+  if (head_len + kRecordTrailerSize > length) {
+    return Status(Code::kCorruption,
+                  fmt::format("{}: meta_len {} runs past the record", where, meta_len));
+  }
+  std::string big;
+  const uint8_t* hp = guess;
+  if (head_len > first) {
+    big.resize(head_len);
+    DS_RETURN_IF_ERROR(ReadFullAt(fd, big.data(), head_len, offset, where));
+    hp = reinterpret_cast<const uint8_t*>(big.data());
+  }
+  DS_ASSIGN_OR_RETURN(RecordHead head, DecodeRecordHead(hp, head_len, where));
   if (head.record_len != length) {
     return Status(Code::kCorruption,
                   fmt::format("{} (key {}): record_len {} disagrees with the "
                               "index ({})",
                               where, EscapeBytes(head.key), head.record_len, length));
   }
-  uint64_t pos = head.payload_offset();
-  uint32_t crc = Crc32c(p + pos, head.payload_len());
-  if (crc != LoadLE32(p + length - kRecordTrailerSize)) {
-    return Status(Code::kCorruption,
-                  fmt::format("{} (key {}): data checksum mismatch", where, EscapeBytes(head.key)));
-  }
   Sample s;
   s.key = std::move(head.key);
   s.fields.reserve(head.fields.size());
+  uint8_t trailer[kRecordTrailerSize];
+  std::vector<iovec> iov;
+  iov.reserve(head.fields.size() + 1);
   for (auto& f : head.fields) {
-    s.fields.push_back({std::move(f.name), buf.substr(pos, f.size)});
-    pos += f.size;
+    s.fields.push_back({std::move(f.name), std::string(f.size, '\0')});
+    if (f.size > 0) iov.push_back({s.fields.back().data.data(), f.size});
+  }
+  iov.push_back({trailer, sizeof trailer});
+  DS_RETURN_IF_ERROR(ReadFullAtV(fd, iov, offset + head.payload_offset(), where));
+  uint32_t crc = 0;
+  for (const auto& f : s.fields) crc = Crc32cExtend(crc, f.data.data(), f.data.size());
+  if (crc != LoadLE32(trailer)) {
+    return Status(Code::kCorruption,
+                  fmt::format("{} (key {}): data checksum mismatch", where, EscapeBytes(s.key)));
   }
   return s;
 }
