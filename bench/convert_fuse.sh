@@ -3,14 +3,14 @@
 # directory, cold and warm, in one run; also dspack's throughput against its --threads (the
 # number of operations in flight) through the fixture.
 #   bench/convert_fuse.sh [SAMPLES=20000] [ROUNDS=3] [TAR_ROUNDS=1]
-# Needs root (drop_caches, FUSE mount), a built build/pack/dspack and build/tests/fixtures/fuse_latency.
+# Needs root (drop_caches, FUSE mount), a built build/pack/dspack and build/bench/fuse_latency.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-20000}
 ROUNDS=${2:-3}
 TAR_ROUNDS=${3:-1}
 DSPACK=${DSPACK:-$PWD/build/pack/dspack}
-FUSE=${FUSE_LATENCY:-$PWD/build/tests/fixtures/fuse_latency}
+FUSE=${FUSE_LATENCY:-$PWD/build/bench/fuse_latency}
 W=${BENCH_DIR:-/tmp/dspack-bench}
 DELAY=${DELAY_MS:-1}
 source bench/lib.sh

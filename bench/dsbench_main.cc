@@ -1,5 +1,6 @@
 // dsbench: storage benchmarks for ML training data (docs/dsbench.md).
-// Exit codes: 0 ok (storage: PASS), 1 storage: FAIL, 2 usage or IO error.
+// Exit codes: 0 ok (storage: PASS), 1 storage: FAIL / replay: STARVES or corrupt samples,
+// 2 usage or IO error.
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -9,8 +10,8 @@
 
 #include "bench/io_job.h"
 #include "bench/meta.h"
-#include "bench/replay.h"
 #include "bench/stop.h"
+#include "bench/training_cli.h"
 #include "src/cli_args.h"
 #include "src/human.h"
 #include "src/system_probe.h"
@@ -59,7 +60,8 @@ int main(int argc, char** argv) try {
   app.set_version_flag("--version", std::string("dsbench ") + DSPACK_VERSION);
   app.require_subcommand(1);
   app.footer(
-      "Exit codes: 0 ok / PASS, 1 FAIL (storage verdict), 2 usage or IO error.\n"
+      "Exit codes: 0 ok / PASS, 1 FAIL (storage verdict; replay: the job STARVES or samples\n"
+      "failed their checks), 2 usage or IO error.\n"
       "Docs: docs/dsbench.md");
 
   ds::bench::IoJobOptions o;
@@ -137,65 +139,13 @@ int main(int argc, char** argv) try {
   meta->add_flag("--keep", mo.keep, "Keep the files (what the remove phase did not remove)");
   meta->add_option("--output-format", mformat, "normal|json")->capture_default_str();
 
-  ds::bench::ReplayOptions ro;
-  std::string rformat = "normal";
-  auto* replay = app.add_subcommand(
-      "replay", "Replay a training job's reads against a dataset in any layout (or a tree)");
-  replay
-      ->add_option("DATASET", ro.dataset,
-                   "A dataset (native, lmdb, wds, tfrecord, recordio) or "
-                   "a directory tree of files")
-      ->required();
-  replay->add_option("--mode", ro.mode, "map (DataLoader, shuffled) or stream (shard order)")
-      ->capture_default_str();
-  replay->add_option("--workers", ro.workers, "Loader workers (threads)")->capture_default_str();
-  replay->add_option("--batch", ro.batch, "Samples per batch")->capture_default_str();
-  replay->add_option("--prefetch", ro.prefetch, "Batches in flight per worker")
-      ->capture_default_str();
-  replay->add_option("--seed", ro.seed, "Shuffle seed")->capture_default_str();
-  replay->add_option("--epochs", ro.epochs, "Epochs")->capture_default_str();
-  replay->add_option("--cache", ro.cache, "cold (evicted before each epoch) or warm")
-      ->capture_default_str();
-  replay->add_flag("--drop-caches", ro.drop_caches,
-                   "Cold by /proc/sys/vm/drop_caches (root) instead of fadvise DONTNEED");
-  replay->add_option("--compute-time", ro.compute_time,
-                     "Seconds of simulated accelerator work per batch, e.g. 0.05");
-  replay->add_option("--gpus", ro.gpus, "GPUs fed by this loader")->capture_default_str();
-  replay->add_option("--step-time", ro.step_time,
-                     "Seconds per training step: sets --compute-time and the required rate");
-  replay->add_option("--samples-per-sec", ro.samples_per_sec, "The required rate, directly");
-  replay->add_option("--max-samples", ro.max_samples, "Samples per epoch (0: all)");
-  replay->add_option("--output-format", rformat, "normal|json")->capture_default_str();
+  ds::bench::TrainingCommands training(app);  // replay, compare, slowfs
 
   if (int rc = ds::ParseArgs(app, argc, argv); rc >= 0) return rc;
   ds::bench::InstallStopHandlers();
   ds::Status err;
 
-  if (replay->parsed()) {
-    if (rformat != "normal" && rformat != "json") {
-      return Fail(ds::Status(ds::Code::kInvalidArgument, "--output-format: normal or json"));
-    }
-    ds::SystemProbe probe = ds::ProbeSystem(ro.dataset);
-    if (rformat == "normal") {
-      std::fputs(probe.ToText().c_str(), stdout);
-      std::fflush(stdout);
-    }
-    ds::bench::ReplayResult rr;
-    ds::Status s = ds::bench::RunReplay(ro, &rr, [&](const ds::bench::ReplayResult& r) {
-      std::string need = ds::bench::RequirementText(ro, r);
-      if (rformat == "normal" && !need.empty()) std::printf("%s\n", need.c_str());
-      std::fflush(stdout);
-    });
-    if (!s.ok()) return Fail(s);
-    if (rformat == "json") {
-      nlohmann::json j = {{"dsbench", {{"probe", probe.ToJson()}}},
-                          {"replay", ds::bench::ReplayJson(ro, rr)}};
-      std::printf("%s\n", j.dump(2).c_str());
-    } else {
-      std::fputs(ds::bench::ReplayText(ro, rr).c_str(), stdout);
-    }
-    return 0;
-  }
+  if (int rc = training.Run(); rc >= 0) return rc;
 
   if (meta->parsed()) {
     if (mformat != "normal" && mformat != "json") {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "bench/replay_source.h"
@@ -32,18 +33,16 @@ double CpuNow() {
          (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
-Status DropCaches() {
+// drop_caches needs root (and a writable /proc/sys): false when refused.
+bool DropCaches() {
   ::sync();
   std::ofstream f("/proc/sys/vm/drop_caches");
   f << "3\n";
   f.flush();
-  if (!f) {
-    return Status(Code::kInvalidArgument,
-                  "--drop-caches needs root (writing /proc/sys/vm/drop_caches failed); drop it to "
-                  "evict with fadvise instead");
-  }
-  return Status::Ok();
+  return static_cast<bool>(f);
 }
+
+constexpr size_t kMaxListedErrors = 5;
 
 struct BatchOut {
   Status status;
@@ -52,7 +51,7 @@ struct BatchOut {
 
 struct WorkerStats {
   LatencyHistogram lat;
-  uint64_t samples = 0, bytes = 0, opens = 0;
+  uint64_t samples = 0, bytes = 0, opens = 0, errors = 0;
   double busy = 0;
 };
 
@@ -81,6 +80,9 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
   if (o.cache != "cold" && o.cache != "warm") {
     return Status(Code::kInvalidArgument, "--cache: cold or warm");
   }
+  if (o.on_error != "stop" && o.on_error != "skip") {
+    return Status(Code::kInvalidArgument, "--on-error: stop or skip");
+  }
   if (o.step_time > 0) {
     // One consumer stands for all GPUs: each step eats one batch per GPU in step_time.
     if (o.compute_time == 0) o.compute_time = o.step_time / o.gpus;
@@ -88,7 +90,14 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
   } else if (o.samples_per_sec > 0) {
     res->required_samples_per_sec = o.samples_per_sec;
   }
-  DS_ASSIGN_OR_RETURN(auto src, ReplaySource::Open(o.dataset));
+  std::string path = o.dataset;
+  SlowfsMount mount;
+  if (o.slowfs) {
+    DS_ASSIGN_OR_RETURN(mount, MountDataset(o.dataset, *o.slowfs, &path));
+    res->notes.push_back(fmt::format("read through the slow file system ({}) mounted at {}",
+                                     SlowfsText(*o.slowfs), mount.mountpoint()));
+  }
+  DS_ASSIGN_OR_RETURN(auto src, ReplaySource::Open(path));
   res->kind = src->kind();
   res->dataset_samples = src->size();
   res->dataset_bytes = src->total_bytes();
@@ -99,16 +108,28 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
   if (on_start) on_start(*res);
   uint64_t n = o.max_samples ? std::min(o.max_samples, src->size()) : src->size();
   uint64_t batches = (n + o.batch - 1) / o.batch;
+  if (static_cast<uint64_t>(o.workers) > batches) {
+    res->notes.push_back(fmt::format(
+        "{} workers for {} batches of {} samples: the extra workers would only idle; using {}",
+        o.workers, batches, o.batch, batches));
+    o.workers = static_cast<int>(batches);
+  }
+  res->workers = o.workers;
 
   for (int e = 1; e <= o.epochs && !StopRequested(); e++) {
     if (o.cache == "cold") {
       // Closed, evicted, reopened: as a DataLoader without persistent workers reopens its
       // dataset every epoch. Closing first matters: pages a reader has mapped (LMDB maps
       // data.mdb) cannot be evicted while they are mapped.
-      std::vector<std::string> files = src->files();
-      src.reset();
-      DS_RETURN_IF_ERROR(o.drop_caches ? DropCaches() : ReplaySource::Evict(files));
-      DS_ASSIGN_OR_RETURN(src, ReplaySource::Open(o.dataset));
+      src->Close();
+      if (o.drop_caches && !DropCaches()) {
+        o.drop_caches = false;
+        res->notes.push_back(
+            "cannot drop caches (writing /proc/sys/vm/drop_caches needs root): evicting the "
+            "dataset's files with fadvise DONTNEED instead");
+      }
+      if (!o.drop_caches) DS_RETURN_IF_ERROR(ReplaySource::Evict(src->files()));
+      DS_RETURN_IF_ERROR(src->Reopen());
     }
     EpochResult ep;
     ep.epoch = e;
@@ -122,6 +143,7 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
     std::vector<WorkerStats> workers(static_cast<size_t>(o.workers));
     std::atomic<int> next_worker{0};
     Status error;
+    std::mutex skipped_mu;
     double compute = 0;
     Clock::time_point t0 = Clock::now(), ready_since = t0, first_done = t0;
     double cpu0 = CpuNow();
@@ -136,6 +158,14 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
           for (uint64_t k = b * o.batch; k < std::min<uint64_t>(n, (b + 1) * o.batch); k++) {
             auto s0 = Clock::now();
             auto r = src->Read(order[k]);
+            if (!r.ok() && o.on_error == "skip") {
+              std::lock_guard lock(skipped_mu);
+              if (res->errors.size() < kMaxListedErrors)
+                res->errors.push_back(r.status().message());
+              res->error_count++;
+              w.errors++;
+              continue;
+            }
             if (!r.ok()) {
               out.status = r.status();
               return out;
@@ -185,6 +215,7 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
       ep.opens += w.opens;
       ep.worker_samples.push_back(w.samples);
       ep.worker_busy_seconds += w.busy;
+      ep.errors += w.errors;
     }
     if (ep.worker_busy_seconds > 0) {
       ep.capacity_samples_per_sec = ep.samples / (ep.worker_busy_seconds / o.workers);
@@ -226,6 +257,7 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
               {"data_wait_ns", Lat(e.wait_lat)},
               {"workers", {{"min_samples", *mn}, {"max_samples", *mx}}},
               {"cpu_seconds", e.cpu_seconds},
+              {"errors", e.errors},
               {"capacity_samples_per_sec", e.capacity_samples_per_sec},
               {"au", r.compute_time > 0 ? json(e.au) : json(nullptr)}};
     if (r.required_samples_per_sec > 0) {
@@ -238,19 +270,27 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
           {"dataset_samples", r.dataset_samples},
           {"dataset_bytes", r.dataset_bytes},
           {"mode", o.mode},
-          {"workers", o.workers},
+          {"workers", r.workers ? r.workers : o.workers},
           {"batch", o.batch},
           {"prefetch", o.prefetch},
           {"compute_time", r.compute_time},
           {"required_samples_per_sec", r.required_samples_per_sec},
           {"interrupted", r.interrupted},
+          {"on_error", o.on_error},
+          {"slowfs", o.slowfs ? json{{"meta_latency_s", o.slowfs->meta_latency},
+                                     {"read_latency_s", o.slowfs->read_latency}}
+                              : json(nullptr)},
+          {"notes", r.notes},
+          {"error_count", r.error_count},
+          {"errors", r.errors},
           {"epochs", epochs}};
 }
 
 std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
   std::string t = fmt::format("replay {} ({}: {} samples, {}), mode={}, workers={}, batch={}\n",
                               o.dataset, r.kind, r.dataset_samples, FormatBytes(r.dataset_bytes),
-                              o.mode, o.workers, o.batch);
+                              o.mode, r.workers ? r.workers : o.workers, o.batch);
+  for (const auto& note : r.notes) t += "note: " + note + "\n";
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   for (const auto& e : r.epochs) {
     double s = e.seconds > 0 ? e.seconds : 1e-9;
@@ -284,6 +324,10 @@ std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
                        : client ? " (client-bound: dsbench used the CPUs; the storage may do more)"
                                 : " (storage-bound: more workers, or a packed layout)");
     }
+  }
+  if (r.error_count > 0) {
+    t += fmt::format("{} samples skipped (--on-error skip); the first:\n", r.error_count);
+    for (const auto& e : r.errors) t += "  " + e + "\n";
   }
   if (r.interrupted) t += "interrupted: partial results\n";
   return t;

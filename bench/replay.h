@@ -22,10 +22,12 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "bench/slowfs.h"
 #include "src/histogram.h"
 #include "src/status.h"
 
@@ -46,6 +48,9 @@ struct ReplayOptions {
   double step_time = 0;        // seconds per step per GPU: sets compute_time and the rate
   double samples_per_sec = 0;  // or the required rate directly
   uint64_t max_samples = 0;    // per epoch (0: all)
+  std::string on_error = "stop";  // a sample that fails to read or check: stop | skip
+  // Read the dataset through the slow file system (slowfs.h): NFS-like round trips.
+  std::optional<SlowfsOptions> slowfs;
 };
 
 struct EpochResult {
@@ -65,6 +70,7 @@ struct EpochResult {
   // simulated accelerator the delivered rate is capped by compute; this is not.
   double capacity_samples_per_sec = 0;
   double cpu_seconds = 0;  // dsbench's own (user + system)
+  uint64_t errors = 0;     // samples skipped under on_error=skip
 };
 
 struct ReplayResult {
@@ -76,8 +82,16 @@ struct ReplayResult {
   double compute_time = 0;              // per batch, as run (from --step-time when given)
   std::vector<EpochResult> epochs;
   bool interrupted = false;
+  int workers = 0;                  // as run (fewer than asked when there are fewer batches)
+  std::vector<std::string> notes;   // what dsbench changed or fell back to, and why
+  std::vector<std::string> errors;  // the first few samples skipped under on_error=skip
+  uint64_t error_count = 0;
 };
 
+// A failed sample read (a corrupt record, a vanished file) stops the run with its error (naming
+// the file, offset and key) under on_error=stop; under skip it is counted, the first few are
+// listed, and the run goes on. Cold epochs without permission to drop caches fall back to
+// fadvise with a note; more workers than batches are reduced with a note.
 // on_start (optional) runs once the dataset is open, before the first epoch: result holds the
 // dataset facts and the required rate, so a caller can say up front what the job needs.
 Status RunReplay(const ReplayOptions& options, ReplayResult* result,
@@ -85,7 +99,6 @@ Status RunReplay(const ReplayOptions& options, ReplayResult* result,
 
 nlohmann::json ReplayJson(const ReplayOptions& o, const ReplayResult& r);
 std::string ReplayText(const ReplayOptions& o, const ReplayResult& r);
-// The required rate in words, for the start of a run ("" when none was given).
 // The required rate in words: samples/s, MB/s and opens/s ("" when no requirement was given).
 std::string RequirementText(const ReplayOptions& o, const ReplayResult& r);
 

@@ -6,6 +6,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <functional>
+#include <mutex>
+#include <thread>
+
+#include "formats/zip.h"
 #include "src/fd.h"
 
 namespace ds::bench {
@@ -22,6 +28,12 @@ Result<std::unique_ptr<ReplaySource>> ReplaySource::Open(const std::string& path
     src->kind_ = std::string(FormatName(src->layout_->format()));
     src->samples_ = src->layout_->size();
     src->files_ = src->layout_->DataFiles();
+  } else if (S_ISREG(st.st_mode) && LooksLikeZip(path)) {
+    DS_ASSIGN_OR_RETURN(ZipArchive zip, ZipArchive::Open(path));
+    src->zip_ = std::make_unique<ZipArchive>(std::move(zip));
+    src->kind_ = "zip";
+    src->samples_ = src->zip_->sample_count();
+    src->files_ = {path};
   } else if (S_ISDIR(st.st_mode)) {
     DS_ASSIGN_OR_RETURN(src->tree_,
                         FileTree::Scan(path, {}, [&](std::string_view, const Status& s) {
@@ -34,8 +46,8 @@ Result<std::unique_ptr<ReplaySource>> ReplaySource::Open(const std::string& path
     }
   } else {
     return Status(Code::kBadInput,
-                  fmt::format("{}: not a dataset or a directory tree; convert an archive first "
-                              "(dspack convert {} OUT)",
+                  fmt::format("{}: not a dataset, a .zip or a directory tree; convert other "
+                              "archives first (dspack convert {} OUT)",
                               path, path));
   }
   for (const auto& f : src->files_) {
@@ -50,6 +62,10 @@ Result<SampleRead> ReplaySource::Read(uint64_t i) const {
   if (layout_) {
     DS_ASSIGN_OR_RETURN(Sample s, layout_->Get(i));
     r.bytes = s.payload_bytes();
+    return r;
+  }
+  if (zip_) {  // opens stay 0: the archive was opened once, as by each zipfile worker
+    DS_ASSIGN_OR_RETURN(r.bytes, zip_->ReadSample(i));
     return r;
   }
   // ImageFolder's way: every file of the sample opened, read whole and closed, every time.
@@ -67,37 +83,85 @@ Result<SampleRead> ReplaySource::Read(uint64_t i) const {
   return r;
 }
 
+namespace {
+
+// Runs fn on every file from kFileThreads threads: through a slow file system each open is a
+// round trip, and a tree has a file per sample. The first error wins.
+constexpr int kFileThreads = 16;
+
+Status ForEachFile(const std::vector<std::string>& files,
+                   const std::function<Status(const std::string&)>& fn) {
+  std::atomic<size_t> next{0};
+  std::mutex mu;
+  Status first;
+  auto work = [&] {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      Status s = fn(files[i]);
+      if (!s.ok()) {
+        std::lock_guard lock(mu);
+        if (first.ok()) first = s;
+        next = files.size();
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  int n = static_cast<int>(std::min<size_t>(kFileThreads, files.size()));
+  for (int t = 1; t < n; t++) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  return first;
+}
+
+}  // namespace
+
 Status ReplaySource::Evict(const std::vector<std::string>& files) {
-  for (const auto& f : files) {
-    auto fd = OpenFile(f, O_RDONLY);
-    if (!fd.ok()) return fd.status();
+  return ForEachFile(files, [](const std::string& f) -> Status {
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(f, O_RDONLY));
     // Dirty or under-writeback pages survive DONTNEED: write them back first (free when clean).
-    ::fdatasync(fd->get());
-    ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_DONTNEED);
-  }
-  return Status::Ok();
+    ::fdatasync(fd.get());
+    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+    return Status::Ok();
+  });
 }
 
 Result<double> ReplaySource::Residency() const {
   static const long kPage = ::sysconf(_SC_PAGESIZE);
-  uint64_t pages = 0, resident = 0;
-  std::vector<unsigned char> vec;
-  for (const auto& f : files_) {
+  std::atomic<uint64_t> pages{0}, resident{0};
+  DS_RETURN_IF_ERROR(ForEachFile(files_, [&](const std::string& f) -> Status {
     DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(f, O_RDONLY));
     DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), f));
-    if (size == 0) continue;
+    if (size == 0) return Status::Ok();
     void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
     if (p == MAP_FAILED) return Status::FromErrno(errno, "mmap " + f);
     uint64_t n = (size + kPage - 1) / kPage;
-    vec.resize(n);
+    std::vector<unsigned char> vec(n);
     int rc = ::mincore(p, size, vec.data());
     int err = errno;
     ::munmap(p, size);
     if (rc != 0) return Status::FromErrno(err, "mincore " + f);
+    uint64_t in = 0;
+    for (unsigned char v : vec) in += v & 1;
     pages += n;
-    for (unsigned char v : vec) resident += v & 1;
-  }
+    resident += in;
+    return Status::Ok();
+  }));
   return pages ? static_cast<double>(resident) / pages : 0.0;
+}
+
+void ReplaySource::Close() {
+  layout_.reset();
+  zip_.reset();
+}
+
+Status ReplaySource::Reopen() {
+  if (kind_ == "tree") return Status::Ok();
+  if (kind_ == "zip") {
+    DS_ASSIGN_OR_RETURN(ZipArchive zip, ZipArchive::Open(path_));
+    zip_ = std::make_unique<ZipArchive>(std::move(zip));
+  } else {
+    DS_ASSIGN_OR_RETURN(layout_, OpenLayout(path_));
+  }
+  return Status::Ok();
 }
 
 }  // namespace ds::bench

@@ -3,7 +3,10 @@
 //                      ImageFolder does (one open per file, every epoch);
 //   any layout         through formats/ (LayoutReader::Get: shards and LMDB stay open, one
 //                      positioned read per sample), as a WebDataset, tf.data, MXNet or
-//                      python-lmdb loader does.
+//                      python-lmdb loader does;
+//   a zip file         central directory once, then per member the local header + data +
+//                      inflate + CRC check, as Python's zipfile does (formats/zip.h; the
+//                      archive is opened once per worker, as by a zipfile-based Dataset).
 // It also knows the files that hold the dataset, to evict them from the page cache (fadvise
 // DONTNEED, as fio's invalidate=1) and to measure how much of them is resident (mincore), so a
 // "cold" epoch is proved, not assumed.
@@ -20,6 +23,10 @@
 #include "formats/layout.h"
 #include "src/status.h"
 
+namespace ds {
+class ZipArchive;
+}
+
 namespace ds::bench {
 
 struct SampleRead {
@@ -29,23 +36,29 @@ struct SampleRead {
 
 class ReplaySource {
  public:
-  // A dataset in any layout dspack reads, or else a directory tree of files.
+  // A dataset in any layout dspack reads, a zip file, or else a directory tree of files.
   static Result<std::unique_ptr<ReplaySource>> Open(const std::string& path);
   ~ReplaySource();
 
-  const std::string& kind() const { return kind_; }  // "tree" or the layout's name
+  const std::string& kind() const { return kind_; }  // "tree", "zip" or the layout's name
   uint64_t size() const { return samples_; }
   // Reads sample i whole (bytes are discarded: a loader would decode them).
   Result<SampleRead> Read(uint64_t i) const;
-  // The files holding the dataset (tree files, or shards / data.mdb), absolute or relative to
-  // the dataset path, with their total size.
+  // The files holding the dataset (tree files, the zip, or shards / data.mdb), absolute or
+  // relative to the dataset path, with their total size.
   const std::vector<std::string>& files() const { return files_; }
   uint64_t total_bytes() const { return total_bytes_; }
 
   // fdatasync + posix_fadvise(DONTNEED) on every file: the kernel drops their cached pages
   // (dirty ones, e.g. of a dataset just written, are written back first, or they would stay).
   // Call it with the source closed: pages a reader maps (LMDB) cannot be dropped while mapped.
+  // Files are visited from 16 threads: through a slow file system each open is a round trip.
   static Status Evict(const std::vector<std::string>& files);
+  // Close drops what the source holds open (shards, data.mdb's map, the zip); Reopen opens it
+  // again, as a DataLoader without persistent workers does each epoch. A tree holds nothing
+  // open and keeps its file list: ImageFolder scans once, when the Dataset is made.
+  void Close();
+  Status Reopen();
   // Fraction of the dataset's pages in the page cache (mincore on a mapping of each file).
   Result<double> Residency() const;
 
@@ -54,6 +67,7 @@ class ReplaySource {
   std::string kind_;
   uint64_t samples_ = 0;
   std::unique_ptr<LayoutReader> layout_;
+  std::unique_ptr<ZipArchive> zip_;
   FileTree tree_;
   std::vector<std::string> files_;
   uint64_t total_bytes_ = 0;

@@ -9,7 +9,7 @@
 #   bench/sync_vs_peers.sh [SAMPLES=20000] [ROUNDS=3] [FUSE_ROUNDS=1]
 #   SETS="shards tree fuse" (default) picks which of (a), (b), (c) to run.
 # Needs root (drop_caches, FUSE mount), built build/pack/dspack, build/sync/dssync and
-# build/tests/fixtures/fuse_latency (override with DSPACK, DSSYNC, FUSE_LATENCY).
+# build/bench/fuse_latency (override with DSPACK, DSSYNC, FUSE_LATENCY).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${1:-20000}
@@ -17,7 +17,7 @@ ROUNDS=${2:-3}
 FUSE_ROUNDS=${3:-1}
 DSPACK=${DSPACK:-$PWD/build/pack/dspack}
 DSSYNC=${DSSYNC:-$PWD/build/sync/dssync}
-FUSE=${FUSE_LATENCY:-$PWD/build/tests/fixtures/fuse_latency}
+FUSE=${FUSE_LATENCY:-$PWD/build/bench/fuse_latency}
 W=${BENCH_DIR:-/tmp/dssync-bench}
 DELAY=${DELAY_MS:-1}
 SETS=${SETS:-shards tree fuse}

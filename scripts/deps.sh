@@ -4,8 +4,9 @@
 DSPACK_APT_PACKAGES=(
   build-essential cmake pkg-config
   liburing-dev liblmdb-dev libarchive-dev libtbb-dev libcli11-dev catch2 libbenchmark-dev
-  libxxhash-dev nlohmann-json3-dev libfmt-dev libzstd-dev libfuse3-dev fuse3
+  libxxhash-dev nlohmann-json3-dev libfmt-dev libzstd-dev zlib1g-dev libfuse3-dev fuse3
   fio rsync tar zip unzip zstd xz-utils bzip2 time util-linux python3 python3-lmdb python3-xxhash
+  chromium  # headless: renders the dsbench compare report in tests/e2e/check_report.py
 )
 
 dspack_install_deps() {

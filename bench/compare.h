@@ -1,0 +1,99 @@
+// `dsbench compare SRC_DIR` (docs/dsbench.md#compare): one dataset, every layout, the same job.
+//
+// 1. Build: each requested layout of the tree SRC_DIR is written under WORK_DIR through the packer
+//    library (pack/packer.h; zip through formats/zip.h). "dir" is SRC_DIR itself.
+// 2. Replay: the same job (bench/replay.h) against each layout, for each cache state (cold:
+//    evicted before every epoch; warm: one priming epoch, then the measured ones), each worker
+//    count, on local storage and, with a slow file system, through it (bench/slowfs.h).
+// 3. Report: per (storage, cache) the layouts ranked by samples/s with the ratio to the baseline
+//    (the directory tree when built, else the first layout), the fewest workers that meet the
+//    required rate (worker sweep), a recommendation sentence, JSON, and a self-contained HTML
+//    report (bench/report_html.h).
+//
+// A run's summary is the median epoch's samples/s over its measured epochs; latency percentiles
+// and the CDF come from those epochs' merged histograms. Runs rank by samples/s, or, with a
+// simulated accelerator (which caps the delivered rate), by the loader's capacity.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bench/replay.h"
+#include "bench/slowfs.h"
+#include "src/status.h"
+
+namespace ds::bench {
+
+// Everything compare can build, in the default order.
+const std::vector<std::string>& CompareLayouts();
+inline const std::vector<std::string> kDefaultCompareLayouts = {"dir",  "zip", "native",
+                                                                "lmdb", "wds", "tfrecord"};
+
+struct CompareOptions {
+  std::string src;       // a directory tree
+  std::string work_dir;  // where the layouts are built (created; an existing one is reused)
+  std::vector<std::string> layouts = kDefaultCompareLayouts;
+  std::vector<std::string> caches = {"cold", "warm"};
+  std::vector<int> workers = {4};  // more than one: a worker sweep
+  bool local = true;               // replay on local storage
+  std::optional<SlowfsOptions> slowfs;  // and/or through the slow file system
+  bool label_from_dir = false;
+  bool zip_deflate = true;  // zip members deflated (as `zip -r` does), or stored
+  bool rebuild = false;     // rebuild layouts already in WORK_DIR
+  CompareOptions() { job.mode = "natural"; }
+  // dataset, cache, workers and slowfs are set per run; job.mode may also be "natural": each
+  // layout read as its loaders read it (map for dir, zip and lmdb; stream for the shard layouts).
+  ReplayOptions job;
+};
+
+struct CompareRun {
+  std::string layout;
+  std::string storage;  // local | slowfs
+  std::string cache;    // cold | warm
+  int workers = 0;
+  ReplayResult result;
+  // Summary over the measured epochs (warm: all but the priming one).
+  double samples_per_sec = 0, bytes_per_sec = 0, opens_per_sec = 0, first_batch_seconds = 0;
+  double capacity_samples_per_sec = 0;  // what the workers could deliver if never idle
+  std::optional<double> au, headroom;
+  double residency_before = 0;  // median at the measured epochs' start
+  LatencyHistogram sample_lat, wait_lat;
+  std::optional<double> vs_baseline;
+};
+
+struct CompareBuild {
+  std::string layout;
+  std::string path;  // what is replayed
+  uint64_t bytes = 0;
+  double seconds = 0;  // 0 when reused
+  bool reused = false;
+};
+
+struct CompareResult {
+  uint64_t samples = 0, source_bytes = 0;
+  std::vector<CompareBuild> builds;
+  std::vector<CompareRun> runs;
+  std::string baseline;  // layout the ratios are against
+  std::string recommendation;
+  bool interrupted = false;
+};
+
+// on_line (optional) is called with a one-line summary as each build and run finishes.
+Status RunCompare(const CompareOptions& options, CompareResult* result,
+                  const std::function<void(const std::string&)>& on_line = nullptr);
+
+nlohmann::json CompareJson(const CompareOptions& options, const CompareResult& result);
+std::string CompareText(const CompareOptions& options, const CompareResult& result);
+
+// Worker sweep: the fewest workers whose run meets the required rate (AU >= 90% with a simulated
+// accelerator, else samples/s >= required); nullopt when none does or no rate was given.
+std::optional<int> MinWorkers(const std::vector<const CompareRun*>& points, double required);
+
+// "1,2,4,8" -> {1, 2, 4, 8}; each at least 1.
+Result<std::vector<int>> ParseWorkerList(const std::string& text);
+
+}  // namespace ds::bench

@@ -1,0 +1,327 @@
+#include "bench/training_cli.h"
+
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <fstream>
+
+#include "bench/compare.h"
+#include "bench/replay.h"
+#include "bench/report_html.h"
+#include "bench/slowfs.h"
+#include "bench/stop.h"
+#include "src/human.h"
+#include "src/system_probe.h"
+
+namespace ds::bench {
+
+// The job flags replay and compare share (each command has its own set).
+struct JobFlags {
+  ReplayOptions job;
+  std::string workers = "4", format = "normal", compute_time, step_time;
+  std::string meta_latency, read_latency;
+};
+
+struct TrainingCommands::Flags {
+  CLI::App* replay = nullptr;
+  CLI::App* compare = nullptr;
+  CLI::App* slowfs = nullptr;
+  JobFlags rj, cj;  // replay's, compare's
+  // compare
+  CompareOptions co;
+  std::string layouts, caches = "cold,warm", html;
+  bool no_local = false, zip_store = false;
+  // slowfs
+  std::string sl_src, sl_mnt, sl_meta, sl_read;
+};
+
+namespace {
+
+int Fail(const Status& s) {
+  std::fprintf(stderr, "dsbench: %s\n", EscapeBytes(s.message()).c_str());
+  return s.code() == Code::kCorruption ? 1 : 2;
+}
+
+// The flags replay and compare share: the job.
+void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
+  ReplayOptions& j = f->job;
+  if (compare) j.mode = "natural";
+  c->add_option("--mode", j.mode,
+                compare ? "natural (each layout as its loaders read it: map for dir, zip, lmdb; "
+                          "stream for shards), map or stream"
+                        : "map (DataLoader, shuffled) or stream (shard order)")
+      ->capture_default_str();
+  c->add_option("--workers", f->workers,
+                "Loader workers (threads); a list like 1,2,4,8 sweeps for the fewest that meet "
+                "the required rate")
+      ->capture_default_str();
+  c->add_option("--batch", j.batch, "Samples per batch")->capture_default_str();
+  c->add_option("--prefetch", j.prefetch, "Batches in flight per worker")->capture_default_str();
+  c->add_option("--seed", j.seed, "Shuffle seed")->capture_default_str();
+  c->add_option("--epochs", j.epochs,
+                compare ? "Measured epochs per run (warm runs add one priming epoch)" : "Epochs")
+      ->capture_default_str();
+  if (!compare) {
+    c->add_option("--cache", j.cache, "cold (evicted before each epoch) or warm")
+        ->capture_default_str();
+  }
+  c->add_flag("--drop-caches", j.drop_caches,
+              "Cold by /proc/sys/vm/drop_caches (root) instead of fadvise DONTNEED");
+  c->add_option("--compute-time", f->compute_time,
+                "Simulated accelerator work per batch, e.g. 50ms");
+  c->add_option("--gpus", j.gpus, "GPUs fed by this loader")->capture_default_str();
+  c->add_option("--step-time", f->step_time,
+                "Time per training step, e.g. 100ms: sets --compute-time and the required rate");
+  c->add_option("--samples-per-sec", j.samples_per_sec, "The required rate, directly");
+  c->add_option("--max-samples", j.max_samples, "Samples per epoch (0: all)");
+  c->add_option("--on-error", j.on_error,
+                "A sample that fails to read or check: stop (exit 1) or skip (count, go on, "
+                "exit 1 at the end)")
+      ->capture_default_str();
+  c->add_option("--meta-latency", f->meta_latency,
+                compare ? "Also replay through the slow file system with this metadata round "
+                          "trip, e.g. 1ms (NFS-like)"
+                        : "Read through the slow file system with this metadata round trip, "
+                          "e.g. 1ms (NFS-like)");
+  c->add_option("--read-latency", f->read_latency,
+                "Slow file system: round trip per READ request, e.g. 0.2ms (default 0)");
+  c->add_option("--output-format", f->format, "normal|json")->capture_default_str();
+}
+
+Status Duration(const std::string& text, const char* flag, double* out) {
+  if (text.empty()) return Status::Ok();
+  auto d = ParseDuration(text);
+  if (!d.ok()) return d.status().Prefixed(flag);
+  *out = *d;
+  return Status::Ok();
+}
+
+// Fills the job's durations and the slow file system from the flags.
+Status ResolveJob(JobFlags* f) {
+  DS_RETURN_IF_ERROR(Duration(f->compute_time, "--compute-time", &f->job.compute_time));
+  DS_RETURN_IF_ERROR(Duration(f->step_time, "--step-time", &f->job.step_time));
+  if (f->format != "normal" && f->format != "json") {
+    return Status(Code::kInvalidArgument, "--output-format: normal or json");
+  }
+  if (!f->meta_latency.empty() || !f->read_latency.empty()) {
+    SlowfsOptions s;
+    s.meta_latency = 0;
+    DS_RETURN_IF_ERROR(Duration(f->meta_latency, "--meta-latency", &s.meta_latency));
+    DS_RETURN_IF_ERROR(Duration(f->read_latency, "--read-latency", &s.read_latency));
+    f->job.slowfs = s;
+  }
+  return Status::Ok();
+}
+
+std::vector<std::string> SplitList(const std::string& s) {
+  std::vector<std::string> v;
+  size_t pos = 0;
+  while (pos <= s.size()) {
+    size_t c = s.find(',', pos);
+    std::string item = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+    if (!item.empty()) v.push_back(item);
+    if (c == std::string::npos) break;
+    pos = c + 1;
+  }
+  return v;
+}
+
+bool Starves(const ReplayResult& r) {
+  if (r.required_samples_per_sec <= 0 || r.epochs.empty()) return false;
+  const EpochResult& e = r.epochs.back();
+  return r.compute_time > 0 ? e.au < 0.9 : e.capacity_samples_per_sec < r.required_samples_per_sec;
+}
+
+int RunReplayCommand(JobFlags* f) {
+  if (Status s = ResolveJob(f); !s.ok()) return Fail(s);
+  auto workers = ParseWorkerList(f->workers);
+  if (!workers.ok()) return Fail(workers.status());
+  bool json = f->format == "json";
+  SystemProbe probe = ProbeSystem(f->job.dataset);
+  if (!json) {
+    std::fputs(probe.ToText().c_str(), stdout);
+    std::fflush(stdout);
+  }
+  nlohmann::json runs = nlohmann::json::array();
+  bool starves = false, errors = false;
+  std::vector<std::pair<int, ReplayResult>> sweep;
+  for (int w : *workers) {
+    if (StopRequested()) break;
+    ReplayOptions o = f->job;
+    o.workers = w;
+    ReplayResult rr;
+    bool first = sweep.empty();
+    Status s = RunReplay(o, &rr, [&](const ReplayResult& r) {
+      std::string need = RequirementText(o, r);
+      if (!json && first && !need.empty()) std::printf("%s\n", need.c_str());
+      std::fflush(stdout);
+    });
+    if (!s.ok()) return Fail(s);
+    starves |= Starves(rr);
+    errors |= rr.error_count > 0;
+    if (json) {
+      runs.push_back(ReplayJson(o, rr));
+    } else {
+      std::fputs(ReplayText(o, rr).c_str(), stdout);
+      std::fflush(stdout);
+    }
+    sweep.emplace_back(rr.workers, std::move(rr));
+  }
+  if (sweep.size() > 1) {
+    // The sweep's answer: the fewest workers that meet the required rate.
+    std::vector<CompareRun> pts(sweep.size());
+    std::vector<const CompareRun*> ptrs;
+    for (size_t i = 0; i < sweep.size(); i++) {
+      pts[i].workers = sweep[i].first;
+      pts[i].result = sweep[i].second;
+      const EpochResult& e = sweep[i].second.epochs.back();
+      pts[i].samples_per_sec = e.samples / (e.seconds > 0 ? e.seconds : 1e-9);
+      if (sweep[i].second.compute_time > 0) pts[i].au = e.au;
+      ptrs.push_back(&pts[i]);
+    }
+    double required = sweep.front().second.required_samples_per_sec;
+    auto mw = MinWorkers(ptrs, required);
+    starves = required > 0 && !mw;
+    if (!json) {
+      std::printf("\nworker sweep (last epoch):");
+      for (const auto& p : pts) {
+        std::printf(" %d: %s samples/s%s;", p.workers, FormatCount(p.samples_per_sec).c_str(),
+                    p.au ? fmt::format(" AU {:.1f}%", *p.au * 100).c_str() : "");
+      }
+      std::printf("\n%s\n", required <= 0
+                                ? "no required rate (--step-time or --samples-per-sec): no pick"
+                            : mw ? fmt::format("fewest workers that feed the job: {}", *mw).c_str()
+                                 : "no worker count tried feeds the job");
+    }
+  }
+  if (json) {
+    nlohmann::json j = {{"dsbench", {{"probe", probe.ToJson()}}}};
+    if (runs.size() == 1) {
+      j["replay"] = runs[0];
+    } else {
+      j["replay_sweep"] = runs;
+    }
+    std::printf("%s\n", j.dump(2).c_str());
+  }
+  return starves || errors ? 1 : 0;
+}
+
+}  // namespace
+
+TrainingCommands::TrainingCommands(CLI::App& app) : f_(std::make_unique<Flags>()) {
+  Flags* f = f_.get();
+  f->replay = app.add_subcommand(
+      "replay", "Replay a training job's reads against a dataset in any layout (or a tree)");
+  f->replay
+      ->add_option("DATASET", f->rj.job.dataset,
+                   "A dataset (native, lmdb, wds, tfrecord, recordio), a .zip, or a directory "
+                   "tree of files")
+      ->required();
+  AddJobFlags(f->replay, &f->rj, false);
+
+  f->compare = app.add_subcommand(
+      "compare",
+      "Build every layout of a tree, replay the same job against each (cold, warm, local and "
+      "slow storage), rank them, and write JSON and an HTML report");
+  f->compare->add_option("SRC_DIR", f->co.src, "A directory tree of files")->required();
+  f->co.work_dir = "dsbench-compare";
+  f->compare
+      ->add_option("--work-dir", f->co.work_dir,
+                   "Where the layouts are built (reused if present) and the reports written")
+      ->capture_default_str();
+  f->compare->add_option("--layouts", f->layouts,
+                         "Comma list from dir,zip,native,lmdb,wds,tfrecord,recordio (default "
+                         "dir,zip,native,lmdb,wds,tfrecord)");
+  f->compare->add_option("--cache", f->caches, "cold, warm or cold,warm")->capture_default_str();
+  f->compare->add_flag("--no-local", f->no_local,
+                       "Only through the slow file system (needs --meta-latency)");
+  f->compare->add_flag("--label-from-dir", f->co.label_from_dir,
+                       "Labels from class folders when building (as dspack convert)");
+  f->compare->add_flag("--zip-store", f->zip_store, "Zip members stored, not deflated");
+  f->compare->add_flag("--rebuild", f->co.rebuild, "Rebuild layouts already in --work-dir");
+  f->compare->add_option("--html", f->html, "HTML report path (default WORK_DIR/report.html)");
+  AddJobFlags(f->compare, &f->cj, true);
+
+  f->slowfs = app.add_subcommand(
+      "slowfs",
+      "Serve SRC read-only at MNT with NFS-like round trips (FUSE) until Ctrl-C, for any loader");
+  f->slowfs->add_option("SRC", f->sl_src, "The directory to serve")->required();
+  f->slowfs->add_option("MNT", f->sl_mnt, "An existing empty directory to mount on")->required();
+  f->slowfs->add_option("--meta-latency", f->sl_meta,
+                        "Delay of each metadata request (lookup, getattr, open, readdir), "
+                        "default 1ms");
+  f->slowfs->add_option("--read-latency", f->sl_read,
+                        "Delay of each READ request (up to 128 KiB), default 0");
+}
+
+TrainingCommands::~TrainingCommands() = default;
+
+int TrainingCommands::Run() {
+  Flags* f = f_.get();
+  if (f->replay->parsed()) return RunReplayCommand(&f->rj);
+  if (f->slowfs->parsed()) {
+    SlowfsOptions s;
+    if (Status st = Duration(f->sl_meta, "--meta-latency", &s.meta_latency); !st.ok()) {
+      return Fail(st);
+    }
+    if (Status st = Duration(f->sl_read, "--read-latency", &s.read_latency); !st.ok()) {
+      return Fail(st);
+    }
+    auto m = SlowfsMount::Mount(f->sl_src, f->sl_mnt, s);
+    if (!m.ok()) return Fail(m.status());
+    std::printf("slowfs: %s served read-only at %s with %s; Ctrl-C to unmount\n", f->sl_src.c_str(),
+                f->sl_mnt.c_str(), SlowfsText(s).c_str());
+    std::fflush(stdout);
+    Status st = m->WaitUntilStopped();
+    if (!st.ok()) return Fail(st);
+    std::printf("slowfs: unmounted %s\n", f->sl_mnt.c_str());
+    return 0;
+  }
+  if (!f->compare->parsed()) return -1;
+
+  if (Status s = ResolveJob(&f->cj); !s.ok()) return Fail(s);
+  CompareOptions& o = f->co;
+  o.job = f->cj.job;
+  o.slowfs = f->cj.job.slowfs;
+  o.job.slowfs.reset();
+  o.local = !f->no_local;
+  o.zip_deflate = !f->zip_store;
+  if (!f->layouts.empty()) o.layouts = SplitList(f->layouts);
+  o.caches = SplitList(f->caches);
+  auto workers = ParseWorkerList(f->cj.workers);
+  if (!workers.ok()) return Fail(workers.status());
+  o.workers = *workers;
+  if (!o.local && !o.slowfs) {
+    return Fail(Status(Code::kInvalidArgument, "--no-local needs --meta-latency"));
+  }
+  bool json = f->cj.format == "json";
+  SystemProbe probe = ProbeSystem(o.src);
+  if (!json) {
+    std::fputs(probe.ToText().c_str(), stdout);
+    std::fflush(stdout);
+  }
+  CompareResult r;
+  Status s = RunCompare(o, &r, [&](const std::string& line) {
+    std::fprintf(json ? stderr : stdout, "%s\n", line.c_str());
+    std::fflush(json ? stderr : stdout);
+  });
+  if (!s.ok()) return Fail(s);
+  nlohmann::json cj = CompareJson(o, r);
+  nlohmann::json j = {{"dsbench", {{"probe", probe.ToJson()}}}, {"compare", cj}};
+  std::string json_path = o.work_dir + "/compare.json";
+  std::string html_path = f->html.empty() ? o.work_dir + "/report.html" : f->html;
+  std::ofstream(json_path) << j.dump(2) << "\n";
+  std::ofstream html(html_path);
+  html << CompareHtml(cj);
+  html.close();
+  if (!html) return Fail(Status(Code::kIOError, html_path + ": cannot write the HTML report"));
+  if (json) {
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::fputs(CompareText(o, r).c_str(), stdout);
+    std::printf("report: %s\njson:   %s\n", html_path.c_str(), json_path.c_str());
+  }
+  return 0;
+}
+
+}  // namespace ds::bench
