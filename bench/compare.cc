@@ -356,6 +356,7 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
           ro.workers = w;
           ro.epochs = o.job.epochs + (cache == "warm" ? 1 : 0);
           if (storage == "slowfs") ro.slowfs = o.slowfs;
+          run.options = ro;
           DS_RETURN_IF_ERROR(RunReplay(ro, &run.result).Prefixed(b.layout));
           run.workers = run.result.workers ? run.result.workers : w;
           res->samples = run.result.dataset_samples;
@@ -398,7 +399,7 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
                     {"sample_lat_ns", LatJson(run.sample_lat)},
                     {"cdf", Cdf(run.sample_lat)},
                     {"data_wait_ns", LatJson(run.wait_lat)},
-                    {"replay", ReplayJson(ReplayOptions{}, run.result)}});
+                    {"replay", ReplayJson(run.options, run.result)}});
   }
   json builds = json::array();
   for (const auto& b : r.builds) {

@@ -38,8 +38,8 @@ struct CompareOptions {
   std::string work_dir;  // where the layouts are built (created; an existing one is reused)
   std::vector<std::string> layouts = kDefaultCompareLayouts;
   std::vector<std::string> caches = {"cold", "warm"};
-  std::vector<int> workers = {4};  // more than one: a worker sweep
-  bool local = true;               // replay on local storage
+  std::vector<int> workers = {4};       // more than one: a worker sweep
+  bool local = true;                    // replay on local storage
   std::optional<SlowfsOptions> slowfs;  // and/or through the slow file system
   bool label_from_dir = false;
   bool zip_deflate = true;  // zip members deflated (as `zip -r` does), or stored
@@ -55,6 +55,7 @@ struct CompareRun {
   std::string storage;  // local | slowfs
   std::string cache;    // cold | warm
   int workers = 0;
+  ReplayOptions options;  // as run
   ReplayResult result;
   // Summary over the measured epochs (warm: all but the priming one).
   double samples_per_sec = 0, bytes_per_sec = 0, opens_per_sec = 0, first_batch_seconds = 0;

@@ -35,7 +35,9 @@ runs = c["runs"]
 assert len(runs) == len(layouts) * 2 * storages, len(runs)
 mode = {"dir": "map", "zip": "map", "lmdb": "map"}
 for r in runs:
-    assert r["mode"] == mode.get(r["layout"], "stream"), r["layout"]
+    assert r["mode"] == mode.get(r["layout"], "stream") == r["replay"]["mode"], r["layout"]
+    assert r["replay"]["workers"] == r["workers"] == 2 and r["replay"]["batch"] == 32
+    assert (r["replay"]["slowfs"] is not None) == (r["storage"] == "slowfs"), r["storage"]
     assert r["samples_per_sec"] > 0 and r["bytes_per_sec"] > 0, r
     eps = r["replay"]["epochs"]
     assert len(eps) == (2 if r["cache"] == "warm" else 1), (r["layout"], len(eps))
