@@ -63,7 +63,7 @@ if storages == 2:
     assert d["sample_lat_ns"]["percentile"]["50.000000"] >= 1e6, d["sample_lat_ns"]
 PY
 grep -q "built in" progress.txt || { cat progress.txt; fail "no build lines on stderr with --output-format json"; }
-grep "dsbench-slowfs" /proc/mounts | grep -qF "$WORK" && fail "a slowfs mount was left behind"
+grep "dsbench-slowfs" /proc/mounts | grep -F "$WORK" >/dev/null && fail "a slowfs mount was left behind"
 pass "compare: 7 layouts built, each replayed cold and warm ($storages storage kinds), every sample read, cold proved, ranked, JSON on stdout and in WORK_DIR"
 
 $PY "$SRC_DIR/tests/e2e/check_report.py" w/report.html out.json --png report.png ||

@@ -110,7 +110,7 @@ e = r["epochs"][0]
 assert e["sample_lat_ns"]["percentile"]["50.000000"] >= 2e6, e["sample_lat_ns"]
 assert e["samples"] == 200
 PY
-  grep "dsbench-slowfs" /proc/mounts | grep -qF "$WORK" && fail "a slowfs mount was left behind"
+  grep "dsbench-slowfs" /proc/mounts | grep -F "$WORK" >/dev/null && fail "a slowfs mount was left behind"
   expect_exit 2 "$DSBENCH" replay tree --meta-latency fast
   expect_err "invalid duration 'fast'"
   pass "--meta-latency wraps the dataset in the slow file system (each file pays the round trips), unmounted after"
