@@ -322,6 +322,18 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
     return Status(Code::kInvalidArgument, "--mode: natural, map or stream");
   }
   std::error_code ec;
+  {
+    // A work dir inside the tree would be scanned as part of it: the tree would grow by every
+    // layout built.
+    fs::path src = fs::canonical(o.src, ec), work = fs::weakly_canonical(o.work_dir, ec);
+    auto [s_end, w_it] = std::mismatch(src.begin(), src.end(), work.begin(), work.end());
+    if (!ec && s_end == src.end()) {
+      return Status(Code::kInvalidArgument,
+                    fmt::format("--work-dir {} is inside SRC_DIR {}: choose a directory outside "
+                                "the tree",
+                                o.work_dir, o.src));
+    }
+  }
   fs::create_directories(o.work_dir, ec);
   if (ec) return Status(Code::kIOError, o.work_dir + ": " + ec.message());
   res->baseline = std::find(o.layouts.begin(), o.layouts.end(), "dir") != o.layouts.end()
@@ -358,7 +370,6 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
           if (storage == "slowfs") ro.slowfs = o.slowfs;
           run.options = ro;
           DS_RETURN_IF_ERROR(RunReplay(ro, &run.result).Prefixed(b.layout));
-          run.workers = run.result.workers ? run.result.workers : w;
           res->samples = run.result.dataset_samples;
           Summarize(ro, &run);
           say(
@@ -387,6 +398,7 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
                     {"storage", run.storage},
                     {"cache", run.cache},
                     {"workers", run.workers},
+                    {"workers_run", run.result.workers},
                     {"samples_per_sec", run.samples_per_sec},
                     {"bytes_per_sec", run.bytes_per_sec},
                     {"opens_per_sec", run.opens_per_sec},

@@ -52,9 +52,9 @@ struct CompareOptions {
 
 struct CompareRun {
   std::string layout;
-  std::string storage;  // local | slowfs
-  std::string cache;    // cold | warm
-  int workers = 0;
+  std::string storage;    // local | slowfs
+  std::string cache;      // cold | warm
+  int workers = 0;        // as asked (result.workers: as run, fewer when batches are fewer)
   ReplayOptions options;  // as run
   ReplayResult result;
   // Summary over the measured epochs (warm: all but the priming one).

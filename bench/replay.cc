@@ -128,7 +128,19 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
             "cannot drop caches (writing /proc/sys/vm/drop_caches needs root): evicting the "
             "dataset's files with fadvise DONTNEED instead");
       }
-      if (!o.drop_caches) DS_RETURN_IF_ERROR(ReplaySource::Evict(src->files()));
+      if (!o.drop_caches) {
+        DS_RETURN_IF_ERROR(ReplaySource::Evict(src->files()));
+        if (o.slowfs) {
+          // The files behind the slow mount too, or "cold" reads would come from the page
+          // cache under it (an NFS server's memory) and never from its disk.
+          std::vector<std::string> backing;
+          for (const auto& f : src->files()) {
+            if (f.compare(0, path.size(), path) == 0)
+              backing.push_back(o.dataset + f.substr(path.size()));
+          }
+          DS_RETURN_IF_ERROR(ReplaySource::Evict(backing));
+        }
+      }
       DS_RETURN_IF_ERROR(src->Reopen());
     }
     EpochResult ep;

@@ -2,12 +2,15 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <spawn.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <chrono>
+#include <climits>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -22,12 +25,30 @@ namespace ds::bench {
 namespace {
 
 constexpr int kMountTimeoutMs = 10000;
+constexpr int kDaemonExitMs = 3000;
 
-bool IsMountPoint(const std::string& dir) {
-  struct stat a, b;
-  if (::stat(dir.c_str(), &a) != 0) return false;
-  if (::stat((dir + "/..").c_str(), &b) != 0) return false;
-  return a.st_dev != b.st_dev || a.st_ino == b.st_ino;
+// Whether `dir` (canonical) is a mount point, from /proc/self/mountinfo: stat() cannot tell once
+// the daemon died (ENOTCONN), and the mount must still be taken down then.
+bool IsMounted(const std::string& dir) {
+  std::ifstream f("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(f, line)) {
+    std::istringstream in(line);
+    std::string id, parent, devno, root, point;
+    in >> id >> parent >> devno >> root >> point;
+    std::string decoded;  // mountinfo escapes space, tab, newline and '\' as \ooo
+    for (size_t i = 0; i < point.size(); i++) {
+      if (point[i] == '\\' && i + 3 < point.size() &&
+          std::isdigit(static_cast<unsigned char>(point[i + 1]))) {
+        decoded += static_cast<char>(std::stoi(point.substr(i + 1, 3), nullptr, 8));
+        i += 3;
+      } else {
+        decoded += point[i];
+      }
+    }
+    if (decoded == dir) return true;
+  }
+  return false;
 }
 
 std::string Tail(const std::string& log) {
@@ -43,23 +64,52 @@ std::string Tail(const std::string& log) {
   return s;
 }
 
-int RunQuiet(const std::vector<std::string>& argv) {
-  pid_t pid = ::fork();
-  if (pid < 0) return -1;
-  if (pid == 0) {
-    int null = ::open("/dev/null", O_RDWR);
-    ::dup2(null, 1);
-    ::dup2(null, 2);
-    std::vector<char*> args;
-    for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-    args.push_back(nullptr);
-    ::execvp(args[0], args.data());
-    ::_exit(127);
+// posix_spawn, not fork: no allocation or lock in a child of a multithreaded process. stdin is
+// /dev/null, stdout and stderr go to out_fd (or /dev/null when -1); new_group puts the child in a
+// process group of its own.
+Result<pid_t> Spawn(const std::vector<std::string>& argv, int out_fd, bool new_group) {
+  std::vector<char*> args;
+  for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t fa;
+  posix_spawnattr_t attr;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawnattr_init(&attr);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  if (out_fd >= 0) {
+    posix_spawn_file_actions_adddup2(&fa, out_fd, 1);
+    posix_spawn_file_actions_adddup2(&fa, out_fd, 2);
+  } else {
+    posix_spawn_file_actions_addopen(&fa, 1, "/dev/null", O_WRONLY, 0);
+    posix_spawn_file_actions_addopen(&fa, 2, "/dev/null", O_WRONLY, 0);
   }
+  if (new_group) {
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&attr, 0);
+  }
+  pid_t pid = -1;
+  int rc = ::posix_spawnp(&pid, args[0], &fa, &attr, args.data(), environ);
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  if (rc != 0) return Status::FromErrno(rc, "spawn " + argv[0]);
+  return pid;
+}
+
+int Wait(pid_t pid) {
   int st = 0;
   while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
   }
   return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+// Waits up to ms for pid to exit; true when it did.
+bool WaitFor(pid_t pid, int ms) {
+  for (int waited = 0; waited < ms; waited += 10) {
+    int st = 0;
+    if (::waitpid(pid, &st, WNOHANG) == pid) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return false;
 }
 
 std::string Ms(double seconds) { return fmt::format("{}", seconds * 1e3); }
@@ -107,51 +157,37 @@ Result<SlowfsMount> SlowfsMount::Mount(const std::string& src, std::string mount
   } else if (::stat(mountpoint.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
     return Status(Code::kInvalidArgument,
                   mountpoint + ": the mount point must be an existing directory (mkdir it)");
-  } else if (IsMountPoint(mountpoint)) {
+  }
+  char real[PATH_MAX];
+  if (!::realpath(mountpoint.c_str(), real)) return Status::FromErrno(errno, mountpoint);
+  if (IsMounted(real)) {
     return Status(Code::kInvalidArgument,
                   mountpoint + ": already a mount point; unmount it or choose another directory");
   }
-  m.mountpoint_ = mountpoint;
-  m.log_ = base + fmt::format("/dsbench-slowfs.{}.log", ::getpid());
-  std::vector<std::string> argv = {bin,
-                                   src,
-                                   mountpoint,
-                                   "-f",
-                                   "--delay-ms",
-                                   Ms(options.meta_latency),
-                                   "--read-delay-ms",
-                                   Ms(options.read_latency)};
-  pid_t pid = ::fork();
-  if (pid < 0) return Status::FromErrno(errno, "fork");
-  if (pid == 0) {
-    // Its own process group: a terminal's Ctrl-C stops dsbench, which then unmounts in order;
-    // the file system must not vanish under reads still in flight.
-    ::setpgid(0, 0);
-    int log = ::open(m.log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    int null = ::open("/dev/null", O_RDONLY);
-    ::dup2(null, 0);
-    if (log >= 0) {
-      ::dup2(log, 1);
-      ::dup2(log, 2);
-    }
-    std::vector<char*> args;
-    for (auto& a : argv) args.push_back(a.data());
-    args.push_back(nullptr);
-    ::execv(args[0], args.data());
-    ::_exit(127);
-  }
-  m.pid_ = pid;
-  for (int waited = 0; !IsMountPoint(mountpoint); waited += 10) {
+  m.mountpoint_ = real;
+  std::string log = base + "/dsbench-slowfs.XXXXXX.log";
+  int log_fd = ::mkstemps(log.data(), 4);
+  if (log_fd < 0) return Status::FromErrno(errno, "mkstemps " + log);
+  m.log_ = log;
+  auto pid = Spawn({bin, src, m.mountpoint_, "-f", "--delay-ms", Ms(options.meta_latency),
+                    "--read-delay-ms", Ms(options.read_latency)},
+                   log_fd, /*new_group=*/true);
+  ::close(log_fd);
+  if (!pid.ok()) return pid.status();
+  // Its own process group: a terminal's Ctrl-C stops dsbench, which then unmounts in order; the
+  // file system must not vanish under reads still in flight.
+  m.pid_ = *pid;
+  for (int waited = 0; !IsMounted(m.mountpoint_); waited += 10) {
     int wst = 0;
-    if (::waitpid(pid, &wst, WNOHANG) == pid || waited >= kMountTimeoutMs) {
-      if (waited >= kMountTimeoutMs) {
-        ::kill(pid, SIGKILL);
-        ::waitpid(pid, &wst, 0);
-      }
-      m.pid_ = -1;
+    bool died = ::waitpid(m.pid_, &wst, WNOHANG) == m.pid_;
+    if (died || waited >= kMountTimeoutMs || StopRequested()) {
+      if (died) m.pid_ = -1;
+      std::string why = died                        ? Tail(m.log_)
+                        : waited >= kMountTimeoutMs ? "no mount after 10 s"
+                                                    : "interrupted";
+      (void)m.Unmount();  // kills a daemon that is still there, unmounts a late mount
       return Status(Code::kUnsupported,
-                    fmt::format("slowfs: mounting {} at {} failed: {}", src, mountpoint,
-                                waited >= kMountTimeoutMs ? "no mount after 10 s" : Tail(m.log_)));
+                    fmt::format("slowfs: mounting {} at {} failed: {}", src, mountpoint, why));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -176,25 +212,29 @@ SlowfsMount::~SlowfsMount() { (void)Unmount(); }
 
 Status SlowfsMount::Unmount() {
   Status s;
-  if (pid_ > 0) s = StopDaemon();
+  if (!mountpoint_.empty() && IsMounted(mountpoint_)) {
+    // -z: lazily, so a loader that still holds a file open does not make it fail (EBUSY).
+    auto um = Spawn({"fusermount3", "-u", "-z", mountpoint_}, -1, false);
+    if ((!um.ok() || Wait(*um) != 0) && ::umount2(mountpoint_.c_str(), MNT_DETACH) != 0) {
+      s = Status::FromErrno(errno, "unmount " + mountpoint_);
+    }
+  }
+  if (pid_ > 0) {
+    // Unmounted, the daemon exits on its own; one that does not (a crash, a lingering open
+    // file) is stopped.
+    if (!WaitFor(pid_, kDaemonExitMs)) {
+      ::kill(pid_, SIGTERM);
+      if (!WaitFor(pid_, kDaemonExitMs)) {
+        ::kill(pid_, SIGKILL);
+        (void)Wait(pid_);
+      }
+    }
+    pid_ = -1;
+  }
   if (own_dir_) ::rmdir(mountpoint_.c_str());
   own_dir_ = false;
   if (!log_.empty()) ::unlink(log_.c_str());
   log_.clear();
-  return s;
-}
-
-Status SlowfsMount::StopDaemon() {
-  Status s;
-  if (IsMountPoint(mountpoint_) && RunQuiet({"fusermount3", "-u", mountpoint_}) != 0 &&
-      ::umount2(mountpoint_.c_str(), MNT_DETACH) != 0) {
-    s = Status::FromErrno(errno, "unmount " + mountpoint_);
-    ::kill(pid_, SIGTERM);
-  }
-  int st = 0;
-  while (::waitpid(pid_, &st, 0) < 0 && errno == EINTR) {
-  }
-  pid_ = -1;
   return s;
 }
 
@@ -204,9 +244,13 @@ Status SlowfsMount::WaitUntilStopped() {
     pid_t r = ::waitpid(pid_, &st, WNOHANG);
     if (r == pid_) {
       pid_ = -1;
+      std::string how = WIFSIGNALED(st) ? fmt::format("killed by signal {}", WTERMSIG(st))
+                                        : fmt::format("exit status {}", WEXITSTATUS(st));
       Status s = WIFEXITED(st) && WEXITSTATUS(st) == 0
                      ? Status::Ok()
-                     : Status(Code::kIOError, "slowfs: fuse_latency ended: " + Tail(log_));
+                     : Status(Code::kIOError, fmt::format("slowfs: fuse_latency ended ({}), {} "
+                                                          "unmounted: {}",
+                                                          how, mountpoint_, Tail(log_)));
       (void)Unmount();
       return s;
     }

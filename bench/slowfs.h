@@ -47,9 +47,7 @@ class SlowfsMount {
   Status WaitUntilStopped();
 
  private:
-  Status StopDaemon();
-
-  std::string mountpoint_;
+  std::string mountpoint_;  // canonical
   std::string log_;
   pid_t pid_ = -1;
   bool own_dir_ = false;

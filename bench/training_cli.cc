@@ -165,13 +165,14 @@ int RunReplayCommand(JobFlags* f) {
       std::fputs(ReplayText(o, rr).c_str(), stdout);
       std::fflush(stdout);
     }
-    sweep.emplace_back(rr.workers, std::move(rr));
+    sweep.emplace_back(w, std::move(rr));
   }
   if (sweep.size() > 1) {
     // The sweep's answer: the fewest workers that meet the required rate.
     std::vector<CompareRun> pts(sweep.size());
     std::vector<const CompareRun*> ptrs;
     for (size_t i = 0; i < sweep.size(); i++) {
+      if (sweep[i].second.epochs.empty()) continue;  // interrupted before its first epoch
       pts[i].workers = sweep[i].first;
       pts[i].result = sweep[i].second;
       const EpochResult& e = sweep[i].second.epochs.back();
@@ -185,6 +186,7 @@ int RunReplayCommand(JobFlags* f) {
     if (!json) {
       std::printf("\nworker sweep (last epoch):");
       for (const auto& p : pts) {
+        if (p.workers == 0) continue;
         std::printf(" %d: %s samples/s%s;", p.workers, FormatCount(p.samples_per_sec).c_str(),
                     p.au ? fmt::format(" AU {:.1f}%", *p.au * 100).c_str() : "");
       }
@@ -310,7 +312,10 @@ int TrainingCommands::Run() {
   nlohmann::json j = {{"dsbench", {{"probe", probe.ToJson()}}}, {"compare", cj}};
   std::string json_path = o.work_dir + "/compare.json";
   std::string html_path = f->html.empty() ? o.work_dir + "/report.html" : f->html;
-  std::ofstream(json_path) << j.dump(2) << "\n";
+  std::ofstream json_file(json_path);
+  json_file << j.dump(2) << "\n";
+  json_file.close();
+  if (!json_file) return Fail(Status(Code::kIOError, json_path + ": cannot write the JSON report"));
   std::ofstream html(html_path);
   html << CompareHtml(cj);
   html.close();

@@ -95,9 +95,12 @@ expect_exit 2 "$DSBENCH" compare tree --work-dir w2 --layouts dir,parquet
 expect_err "unknown layout 'parquet'"
 expect_exit 2 "$DSBENCH" compare tree --work-dir w2 --no-local
 expect_err "--no-local needs --meta-latency"
+expect_exit 2 "$DSBENCH" compare tree --work-dir tree/inside
+expect_err "--work-dir tree/inside is inside SRC_DIR tree"
+[ -e tree/inside ] && fail "the refused work dir was created inside the tree"
 expect_exit 2 "$DSBENCH" compare no/such/tree --work-dir w2
 expect_err "no/such/tree"
 mkdir emptytree
 expect_exit 2 "$DSBENCH" compare emptytree --work-dir w3 --layouts dir
 expect_err "no samples"
-pass "bad inputs: a dataset instead of a tree, an unknown layout, no storage, a missing or empty tree"
+pass "bad inputs: a dataset instead of a tree, a work dir inside the tree, an unknown layout, no storage, a missing or empty tree"

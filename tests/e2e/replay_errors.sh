@@ -127,9 +127,19 @@ PY
   wait $pid || fail "dsbench slowfs: exit $? after SIGINT"
   mountpoint -q mnt && fail "still mounted after SIGINT"
   grep -q "unmounted" slowfs.out || { cat slowfs.out; fail "no unmount message"; }
+  # The daemon dies under it: dsbench says so, and the dead mount is taken down.
+  "$DSBENCH" slowfs tree mnt > killed.out 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do mountpoint -q mnt && break; sleep 0.05; done
+  pkill -9 -f "fuse_latency tree $WORK/mnt" || fail "no fuse_latency daemon to kill"
+  set +e; wait $pid; rc=$?; set -e
+  [ $rc -eq 2 ] || { cat killed.out; fail "daemon killed: exit $rc"; }
+  grep -q "fuse_latency ended (killed by signal 9), $WORK/mnt unmounted" killed.out ||
+    { cat killed.out; fail "daemon killed: message"; }
+  grep -qF "$WORK/mnt" /proc/mounts && fail "a dead slowfs mount was left behind"
   expect_exit 2 "$DSBENCH" slowfs tree no/such/mnt
   expect_err "no/such/mnt"
-  pass "dsbench slowfs serves the tree read-only with latency until SIGINT, then unmounts"
+  pass "dsbench slowfs serves the tree read-only with latency until SIGINT, then unmounts; a killed daemon is reported and its mount taken down"
 else
   echo "skip: no /dev/fuse or fusermount3: slow file system cases not run"
 fi
