@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 
+#include "bench/latency_report.h"
 #include "bench/stop.h"
 #include "formats/layout.h"
 #include "formats/zip.h"
@@ -134,12 +135,6 @@ bool Meets(const CompareRun& r, double required) {
   if (required <= 0) return false;
   if (r.au) return *r.au >= kAuBar;
   return r.samples_per_sec >= required;
-}
-
-json LatJson(const LatencyHistogram& h) {
-  json p = json::object();
-  for (double q : {50.0, 90.0, 99.0, 99.9}) p[fmt::format("{:.6f}", q)] = h.Percentile(q);
-  return {{"mean", h.mean()}, {"max", h.max()}, {"percentile", p}};
 }
 
 json Cdf(const LatencyHistogram& h) {
@@ -408,9 +403,9 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
                     {"au", opt(run.au)},
                     {"headroom", opt(run.headroom)},
                     {"vs_baseline", opt(run.vs_baseline)},
-                    {"sample_lat_ns", LatJson(run.sample_lat)},
+                    {"sample_lat_ns", LatencyJson(run.sample_lat)},
                     {"cdf", Cdf(run.sample_lat)},
-                    {"data_wait_ns", LatJson(run.wait_lat)},
+                    {"data_wait_ns", LatencyJson(run.wait_lat)},
                     {"replay", ReplayJson(run.options, run.result)}});
   }
   json builds = json::array();

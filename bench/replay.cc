@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "bench/latency_report.h"
 #include "bench/replay_source.h"
 #include "bench/stop.h"
 #include "src/human.h"
@@ -57,12 +58,6 @@ struct WorkerStats {
 
 double MeanBytes(const ReplayResult& r) {
   return r.dataset_samples ? static_cast<double>(r.dataset_bytes) / r.dataset_samples : 0;
-}
-
-json Lat(const LatencyHistogram& h) {
-  json p = json::object();
-  for (double q : {50.0, 90.0, 99.0, 99.9}) p[fmt::format("{:.6f}", q)] = h.Percentile(q);
-  return {{"mean", h.mean()}, {"max", h.max()}, {"percentile", p}};
 }
 
 }  // namespace
@@ -265,8 +260,8 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
               {"bytes_per_sec", e.bytes / s},
               {"opens_per_sec", e.opens / s},
               {"first_batch_seconds", e.first_batch_seconds},
-              {"sample_lat_ns", Lat(e.sample_lat)},
-              {"data_wait_ns", Lat(e.wait_lat)},
+              {"sample_lat_ns", LatencyJson(e.sample_lat)},
+              {"data_wait_ns", LatencyJson(e.wait_lat)},
               {"workers", {{"min_samples", *mn}, {"max_samples", *mx}}},
               {"cpu_seconds", e.cpu_seconds},
               {"errors", e.errors},

@@ -22,8 +22,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,9 +45,9 @@ struct ReplayOptions {
   bool drop_caches = false;    // cold via /proc/sys/vm/drop_caches (root) instead of fadvise
   double compute_time = 0;     // seconds per batch (0: no accelerator, read as fast as possible)
   int gpus = 1;
-  double step_time = 0;        // seconds per step per GPU: sets compute_time and the rate
-  double samples_per_sec = 0;  // or the required rate directly
-  uint64_t max_samples = 0;    // per epoch (0: all)
+  double step_time = 0;           // seconds per step per GPU: sets compute_time and the rate
+  double samples_per_sec = 0;     // or the required rate directly
+  uint64_t max_samples = 0;       // per epoch (0: all)
   std::string on_error = "stop";  // a sample that fails to read or check: stop | skip
   // Read the dataset through the slow file system (slowfs.h): NFS-like round trips.
   std::optional<SlowfsOptions> slowfs;

@@ -189,7 +189,8 @@ Result<Sample> ReadRecordAt(int fd, uint64_t offset, uint64_t length, std::strin
     if (f.size > 0) iov.push_back({s.fields.back().data.data(), f.size});
   }
   iov.push_back({trailer, sizeof trailer});
-  DS_RETURN_IF_ERROR(ReadFullAtV(fd, iov, offset + head.payload_offset(), where));
+  DS_RETURN_IF_ERROR(
+      ReadFullAtV(fd, iov.data(), iov.size(), offset + head.payload_offset(), where));
   uint32_t crc = 0;
   for (const auto& f : s.fields) crc = Crc32cExtend(crc, f.data.data(), f.data.size());
   if (crc != LoadLE32(trailer)) {

@@ -30,34 +30,17 @@ Result<OwnedFd> OpenFileAt(int dirfd, const std::string& name, int flags, mode_t
 }
 
 Status ReadFullAt(int fd, void* buf, size_t n, uint64_t offset, std::string_view what) {
-  auto* p = static_cast<char*>(buf);
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::pread(fd, p + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(
-          errno, std::string(what) + ": read at offset " + std::to_string(offset + done),
-          Code::kBadInput);
-    }
-    if (r == 0) {
-      return Status(Code::kCorruption, std::string(what) + ": truncated: wanted " +
-                                           std::to_string(n) + " bytes at offset " +
-                                           std::to_string(offset) + ", file ends at " +
-                                           std::to_string(offset + done));
-    }
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
+  iovec one{buf, n};
+  return ReadFullAtV(fd, &one, 1, offset, what);
 }
 
-Status ReadFullAtV(int fd, std::vector<iovec> iov, uint64_t offset, std::string_view what) {
+Status ReadFullAtV(int fd, iovec* iov, size_t count, uint64_t offset, std::string_view what) {
   size_t total = 0;
-  for (const auto& v : iov) total += v.iov_len;
+  for (size_t i = 0; i < count; i++) total += iov[i].iov_len;
   size_t done = 0, first = 0;
   while (done < total) {
-    int cnt = static_cast<int>(std::min<size_t>(iov.size() - first, IOV_MAX));
-    ssize_t r = ::preadv(fd, iov.data() + first, cnt, static_cast<off_t>(offset + done));
+    int cnt = static_cast<int>(std::min<size_t>(count - first, IOV_MAX));
+    ssize_t r = ::preadv(fd, iov + first, cnt, static_cast<off_t>(offset + done));
     if (r < 0) {
       if (errno == EINTR) continue;
       return Status::FromErrno(
@@ -72,14 +55,14 @@ Status ReadFullAtV(int fd, std::vector<iovec> iov, uint64_t offset, std::string_
     }
     done += static_cast<size_t>(r);
     // Skip the buffers filled; trim the one a short read stopped in.
-    for (auto n = static_cast<size_t>(r); n > 0 && first < iov.size();) {
+    for (auto n = static_cast<size_t>(r); n > 0 && first < count;) {
       size_t k = std::min(n, iov[first].iov_len);
       iov[first].iov_base = static_cast<char*>(iov[first].iov_base) + k;
       iov[first].iov_len -= k;
       n -= k;
       if (iov[first].iov_len == 0) first++;
     }
-    while (first < iov.size() && iov[first].iov_len == 0) first++;
+    while (first < count && iov[first].iov_len == 0) first++;
   }
   return Status::Ok();
 }

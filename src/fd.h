@@ -17,7 +17,6 @@
 #include <string>
 #include <string_view>
 #include <utility>
-#include <vector>
 
 #include "src/status.h"
 
@@ -52,8 +51,9 @@ Result<OwnedFd> OpenFileAt(int dirfd, const std::string& name, int flags, mode_t
 
 // Reads exactly n bytes at offset; EOF before n bytes is kCorruption "truncated".
 Status ReadFullAt(int fd, void* buf, size_t n, uint64_t offset, std::string_view what);
-// The same into several buffers (preadv), filled in order from offset; short reads continue.
-Status ReadFullAtV(int fd, std::vector<iovec> iov, uint64_t offset, std::string_view what);
+// The same into count buffers (preadv), filled in order from offset; short reads continue. The
+// iovecs are consumed (advanced past what was read).
+Status ReadFullAtV(int fd, iovec* iov, size_t count, uint64_t offset, std::string_view what);
 // Reads until n bytes or EOF from the current position; returns bytes read.
 Result<size_t> ReadUpTo(int fd, void* buf, size_t n, std::string_view what);
 Status WriteFull(int fd, const void* buf, size_t n, std::string_view what);

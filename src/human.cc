@@ -8,6 +8,25 @@
 
 namespace ds {
 
+namespace {
+
+// A leading decimal number and the rest of the text (the unit); the error says why not.
+Result<std::pair<double, std::string>> SplitNumber(const std::string& s) {
+  size_t i = 0;
+  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) i++;
+  if (i == 0) return Status(Code::kInvalidArgument, "no number");
+  try {
+    size_t used = 0;
+    double num = std::stod(s.substr(0, i), &used);
+    if (used != i) return Status(Code::kInvalidArgument, "malformed number");
+    return std::make_pair(num, s.substr(i));
+  } catch (...) {
+    return Status(Code::kInvalidArgument, "malformed number");
+  }
+}
+
+}  // namespace
+
 Result<uint64_t> ParseSize(std::string_view text) {
   auto bad = [&](std::string_view why) {
     return Status(
@@ -16,19 +35,12 @@ Result<uint64_t> ParseSize(std::string_view text) {
   };
   std::string s(text);
   if (s.size() >= 2 && s.substr(s.size() - 2) == "/s") s.resize(s.size() - 2);
-  size_t i = 0;
-  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) i++;
-  if (i == 0) return bad("no number");
-  double num;
-  try {
-    size_t used = 0;
-    num = std::stod(s.substr(0, i), &used);
-    if (used != i) return bad("malformed number");
-  } catch (...) {
-    return bad("malformed number");
-  }
+  auto split = SplitNumber(s);
+  if (!split.ok()) return bad(split.status().message());
+  double num = split->first;
   std::string unit;
-  for (char c : s.substr(i)) unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  for (char c : split->second)
+    unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   double mult;
   if (unit.empty() || unit == "b")
     mult = 1;
@@ -53,7 +65,7 @@ Result<uint64_t> ParseSize(std::string_view text) {
   else if (unit == "pb")
     mult = 1e15;
   else
-    return bad("unknown unit '" + s.substr(i) + "'");
+    return bad("unknown unit '" + split->second + "'");
   double v = num * mult;
   if (!(v < 0x1p63)) return bad("too large");
   if (v != std::floor(v)) return bad("not a whole number of bytes");
@@ -66,19 +78,9 @@ Result<double> ParseDuration(std::string_view text) {
         Code::kInvalidArgument,
         fmt::format("invalid duration '{}': {} (examples: 1ms, 0.2ms, 50us, 2s)", text, why));
   };
-  std::string s(text);
-  size_t i = 0;
-  while (i < s.size() && (std::isdigit(static_cast<unsigned char>(s[i])) || s[i] == '.')) i++;
-  if (i == 0) return bad("no number");
-  double num;
-  try {
-    size_t used = 0;
-    num = std::stod(s.substr(0, i), &used);
-    if (used != i) return bad("malformed number");
-  } catch (...) {
-    return bad("malformed number");
-  }
-  std::string unit = s.substr(i);
+  auto split = SplitNumber(std::string(text));
+  if (!split.ok()) return bad(split.status().message());
+  auto [num, unit] = *split;
   if (unit.empty() || unit == "s") return num;
   if (unit == "ms") return num * 1e-3;
   if (unit == "us" || unit == "\u00b5s") return num * 1e-6;
