@@ -44,7 +44,7 @@ expect_exit 1 "$DSPACK" convert evil.tar evil_ds
 expect_err "'..' component could escape"
 no_final_names evil_ds
 "$DSPACK" convert evil.tar evil_ds --on-error skip -q
-"$DSPACK" ls evil_ds | sort | tr '\n' ' ' | grep -qx 'abs/path d/e dot/x ok/a ' || { "$DSPACK" ls evil_ds; fail "normalised keys"; }
+"$DSPACK" ls evil_ds | sort | tr '\n' ' ' | grep -x 'abs/path d/e dot/x ok/a ' >/dev/null || { "$DSPACK" ls evil_ds; fail "normalised keys"; }
 grep -q '"path": "../escape.txt"' evil_ds/manifest.json || fail "refused entry listed"
 mkdir -p jail && "$DSPACK" extract evil_ds jail/x -q
 [ -e jail/escape.txt ] || [ -e escape.txt ] || [ -e /abs/path.txt ] && fail "extract escaped"

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # --help everywhere, usage errors exit 2, human sizes, --json is valid JSON.
 source "$(dirname "$0")/lib.sh"
-"$DSPACK" --help | grep -q convert || fail "--help lists subcommands"
+"$DSPACK" --help | grep convert >/dev/null || fail "--help lists subcommands"
 for sub in convert verify info ls cat extract synth; do
   "$DSPACK" "$sub" --help >/dev/null || fail "$sub --help"
 done
-"$DSPACK" --version | grep -q '^dspack ' || fail "--version"
+"$DSPACK" --version | grep '^dspack ' >/dev/null || fail "--version"
 expect_exit 2 "$DSPACK"
 expect_exit 2 "$DSPACK" convert
 expect_exit 2 "$DSPACK" frobnicate

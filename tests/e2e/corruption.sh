@@ -29,7 +29,7 @@ pass "verify reports flips in header, record, payload, index and footer (exit 1)
 rm -rf ds && cp -a pristine ds
 flip "$shard" $((4096 + 200))
 expect_exit 1 "$DSPACK" verify ds
-key=$(grep -o '(key [^)]*)' "$WORK/last.out" | head -1 | sed 's/(key \(.*\))/\1/')
+key=$(grep -o '(key [^)]*)' "$WORK/last.out" | sed -n 1p | sed 's/(key \(.*\))/\1/')
 [ -n "$key" ] || fail "verify output names no key"
 grep -q "offset 4096 (key $key): data checksum mismatch" "$WORK/last.out" || fail "wrong location"
 expect_exit 1 "$DSPACK" cat ds "$key"
