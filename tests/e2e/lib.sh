@@ -11,6 +11,8 @@ cleanup() {
 }
 MOUNTS=()
 trap cleanup EXIT
+# A command that ends the test through set -e names itself (a bare exit would be silent in CI).
+trap 'rc=$?; [[ $- == *e* ]] && echo "FAIL: ${BASH_SOURCE[0]##*/}:$LINENO: exit $rc: $BASH_COMMAND" >&2' ERR
 cd "$WORK"
 
 fail() { echo "FAIL: $*" >&2; exit 1; }
