@@ -60,6 +60,13 @@ double MeanBytes(const ReplayResult& r) {
   return r.dataset_samples ? static_cast<double>(r.dataset_bytes) / r.dataset_samples : 0;
 }
 
+// The fewest and most samples one worker delivered in the epoch (stragglers show as a spread).
+std::pair<uint64_t, uint64_t> WorkerSpread(const EpochResult& e) {
+  if (e.worker_samples.empty()) return {0, 0};
+  auto [mn, mx] = std::minmax_element(e.worker_samples.begin(), e.worker_samples.end());
+  return {*mn, *mx};
+}
+
 }  // namespace
 
 Status RunReplay(const ReplayOptions& in, ReplayResult* res,
@@ -248,7 +255,7 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
   json epochs = json::array();
   for (const auto& e : r.epochs) {
     double s = e.seconds > 0 ? e.seconds : 1e-9;
-    auto [mn, mx] = std::minmax_element(e.worker_samples.begin(), e.worker_samples.end());
+    auto [mn, mx] = WorkerSpread(e);
     json j = {{"epoch", e.epoch},
               {"cache", o.cache},
               {"residency_before", e.residency_before},
@@ -262,7 +269,7 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
               {"first_batch_seconds", e.first_batch_seconds},
               {"sample_lat_ns", LatencyJson(e.sample_lat)},
               {"data_wait_ns", LatencyJson(e.wait_lat)},
-              {"workers", {{"min_samples", *mn}, {"max_samples", *mx}}},
+              {"workers", {{"min_samples", mn}, {"max_samples", mx}}},
               {"cpu_seconds", e.cpu_seconds},
               {"errors", e.errors},
               {"capacity_samples_per_sec", e.capacity_samples_per_sec},
@@ -301,7 +308,7 @@ std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   for (const auto& e : r.epochs) {
     double s = e.seconds > 0 ? e.seconds : 1e-9;
-    auto [mn, mx] = std::minmax_element(e.worker_samples.begin(), e.worker_samples.end());
+    auto [mn, mx] = WorkerSpread(e);
     t += fmt::format(
         "epoch {} ({}, {:.1f}% cached at start): {} samples in {}: {} samples/s, {}, {} "
         "opens/s\n",
@@ -311,8 +318,8 @@ std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
         "  first batch {}; sample read p50 {} p99 {}; workers {}..{} samples; dsbench CPU "
         "{:.0f}% of {} cores\n",
         FormatDuration(e.first_batch_seconds), FormatDuration(e.sample_lat.Percentile(50) / 1e9),
-        FormatDuration(e.sample_lat.Percentile(99) / 1e9), *mn, *mx,
-        e.cpu_seconds / s * 100 / cores, cores);
+        FormatDuration(e.sample_lat.Percentile(99) / 1e9), mn, mx, e.cpu_seconds / s * 100 / cores,
+        cores);
     if (r.compute_time > 0) {
       t += fmt::format("  accelerator: AU {:.1f}%, data wait p50 {} p99 {}\n", e.au * 100,
                        FormatDuration(e.wait_lat.Percentile(50) / 1e9),
