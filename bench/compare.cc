@@ -1,15 +1,12 @@
 #include "bench/compare.h"
 
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <map>
 
-#include "bench/latency_report.h"
 #include "bench/stop.h"
 #include "formats/layout.h"
 #include "formats/zip.h"
@@ -18,12 +15,9 @@
 
 namespace ds::bench {
 
-using nlohmann::json;
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr double kAuBar = 0.9;  // MLPerf Storage: the accelerator must be busy >= 90%
 
 uint64_t TreeBytes(const std::string& path) {
   std::error_code ec;
@@ -81,170 +75,6 @@ Status Build(const CompareOptions& o, const std::string& layout, CompareBuild* b
 // "natural": each layout read the way its loaders read it. Random access by index for the tree
 // (ImageFolder), zip (a zipfile Dataset) and LMDB (a python-lmdb Dataset); the shard layouts in
 // storage order with a shuffle buffer (WebDataset, tf.data, MXNet's ImageRecordIter).
-std::string ModeFor(const std::string& mode, const std::string& layout) {
-  if (mode != "natural") return mode;
-  return layout == "dir" || layout == "zip" || layout == "lmdb" ? "map" : "stream";
-}
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  size_t m = v.size() / 2;
-  return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
-}
-
-void Summarize(const ReplayOptions& job, CompareRun* run) {
-  const auto& eps = run->result.epochs;
-  // A warm run's first epoch only fills the cache (unless the dataset was already cached).
-  size_t first = run->cache == "warm" && eps.size() > 1 ? 1 : 0;
-  std::vector<double> sps, bps, ops, fb, au, head, res, cap;
-  for (size_t i = first; i < eps.size(); i++) {
-    const EpochResult& e = eps[i];
-    double s = e.seconds > 0 ? e.seconds : 1e-9;
-    sps.push_back(e.samples / s);
-    bps.push_back(e.bytes / s);
-    ops.push_back(e.opens / s);
-    fb.push_back(e.first_batch_seconds);
-    au.push_back(e.au);
-    res.push_back(e.residency_before);
-    cap.push_back(e.capacity_samples_per_sec);
-    if (run->result.required_samples_per_sec > 0) {
-      head.push_back(e.capacity_samples_per_sec / run->result.required_samples_per_sec);
-    }
-    run->sample_lat.Merge(e.sample_lat);
-    run->wait_lat.Merge(e.wait_lat);
-  }
-  run->samples_per_sec = Median(sps);
-  run->bytes_per_sec = Median(bps);
-  run->opens_per_sec = Median(ops);
-  run->first_batch_seconds = Median(fb);
-  run->residency_before = Median(res);
-  run->capacity_samples_per_sec = Median(cap);
-  if (run->result.compute_time > 0 && !au.empty()) run->au = Median(au);
-  if (!head.empty()) run->headroom = Median(head);
-  (void)job;
-}
-
-// What ranks a run: with a simulated accelerator the delivered rate is capped by compute, so the
-// loader's capacity (what its workers could deliver, never idle) ranks; else the delivered rate.
-double Score(const CompareRun& r) {
-  return r.result.compute_time > 0 ? r.capacity_samples_per_sec : r.samples_per_sec;
-}
-
-bool Meets(const CompareRun& r, double required) {
-  if (required <= 0) return false;
-  if (r.au) return *r.au >= kAuBar;
-  return r.samples_per_sec >= required;
-}
-
-json Cdf(const LatencyHistogram& h) {
-  json pts = json::array();
-  if (h.count() == 0) return pts;
-  std::vector<double> qs = {0.1, 0.5};
-  for (int q = 1; q <= 99; q++) qs.push_back(q);
-  for (double q : {99.5, 99.9, 100.0}) qs.push_back(q);
-  for (double q : qs) pts.push_back({h.Percentile(q), q / 100});
-  return pts;
-}
-
-int MaxWorkers(const CompareOptions& o) {
-  return *std::max_element(o.workers.begin(), o.workers.end());
-}
-
-std::string Times(double x) {
-  return x >= 10 ? fmt::format("{:.0f}x", x) : fmt::format("{:.1f}x", x);
-}
-
-std::string LayoutWords(const std::string& layout) {
-  if (layout == "dir") return "the directory tree";
-  if (layout == "native") return "native shards";
-  return layout;
-}
-
-// "local cold: native 2.4x the directory tree, wds 2.2x, ..., zip 0.6x"
-std::string GroupSentence(const std::vector<const CompareRun*>& ranked,
-                          const std::string& baseline) {
-  std::string t;
-  for (const CompareRun* r : ranked) {
-    if (r->layout == baseline || !r->vs_baseline) continue;
-    t += t.empty()
-             ? fmt::format("{} {} {}", r->layout, Times(*r->vs_baseline), LayoutWords(baseline))
-             : fmt::format(", {} {}", r->layout, Times(*r->vs_baseline));
-  }
-  return t;
-}
-
-// Runs of one (storage, cache) at the largest worker count, best first.
-std::vector<const CompareRun*> Ranked(const CompareResult& r, const std::string& storage,
-                                      const std::string& cache, int workers) {
-  std::vector<const CompareRun*> v;
-  for (const auto& run : r.runs) {
-    if (run.storage == storage && run.cache == cache && run.workers == workers) v.push_back(&run);
-  }
-  std::stable_sort(v.begin(), v.end(),
-                   [](const CompareRun* a, const CompareRun* b) { return Score(*a) > Score(*b); });
-  return v;
-}
-
-std::vector<std::string> Storages(const CompareOptions& o) {
-  std::vector<std::string> s;
-  if (o.local) s.push_back("local");
-  if (o.slowfs) s.push_back("slowfs");
-  return s;
-}
-
-std::string StorageWords(const CompareOptions& o, const std::string& storage) {
-  return storage == "local" ? "local disk" : "slowfs (" + SlowfsText(*o.slowfs) + ")";
-}
-
-void Finish(const CompareOptions& o, CompareResult* res) {
-  int w = MaxWorkers(o);
-  // Ratios against the baseline of the same storage, cache and workers.
-  for (auto& run : res->runs) {
-    for (const auto& base : res->runs) {
-      if (base.layout == res->baseline && base.storage == run.storage && base.cache == run.cache &&
-          base.workers == run.workers && Score(base) > 0) {
-        run.vs_baseline = Score(run) / Score(base);
-      }
-    }
-  }
-  std::vector<std::string> parts;
-  for (const auto& storage : Storages(o)) {
-    for (const auto& cache : o.caches) {
-      auto ranked = Ranked(*res, storage, cache, w);
-      std::string s = GroupSentence(ranked, res->baseline);
-      if (!s.empty()) parts.push_back(fmt::format("{} {}: {}", storage, cache, s));
-    }
-  }
-  // The pick: the best layout where storage hurts most (the slowest storage, cold).
-  std::string storage = o.slowfs ? "slowfs" : "local";
-  std::string cache = std::find(o.caches.begin(), o.caches.end(), "cold") != o.caches.end()
-                          ? "cold"
-                          : o.caches.front();
-  auto ranked = Ranked(*res, storage, cache, w);
-  if (!ranked.empty()) {
-    const CompareRun* best = ranked.front();
-    std::string why =
-        best->vs_baseline && best->layout != res->baseline
-            ? fmt::format("{} {} {}", Times(*best->vs_baseline), LayoutWords(res->baseline), cache)
-            : fmt::format("{} samples/s {}", FormatCount(best->samples_per_sec), cache);
-    std::string feed;
-    double req = res->runs.empty() ? 0 : res->runs.front().result.required_samples_per_sec;
-    if (req > 0) {
-      std::vector<std::string> feeding;
-      for (const CompareRun* r : ranked) {
-        if (Meets(*r, req)) feeding.push_back(r->layout);
-      }
-      feed = feeding.empty() ? "; no layout feeds the job here (more workers?)"
-             : feeding.size() == ranked.size()
-                 ? "; every layout feeds this job here"
-                 : fmt::format("; only {} feed the job here", fmt::join(feeding, ", "));
-    }
-    res->recommendation = fmt::format("use {}: {} on {}{}", LayoutWords(best->layout), why,
-                                      StorageWords(o, storage), feed);
-  }
-  for (const auto& p : parts) res->recommendation += "\n  " + p;
-}
 
 }  // namespace
 
@@ -252,37 +82,6 @@ const std::vector<std::string>& CompareLayouts() {
   static const std::vector<std::string> all = {"dir", "zip",      "native",  "lmdb",
                                                "wds", "tfrecord", "recordio"};
   return all;
-}
-
-Result<std::vector<int>> ParseWorkerList(const std::string& text) {
-  std::vector<int> v;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string item =
-        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    char* end = nullptr;
-    long n = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || n < 1 || n > 4096) {
-      return Status(
-          Code::kInvalidArgument,
-          fmt::format("--workers '{}': a count or a list like 1,2,4,8 (each 1..4096)", text));
-    }
-    v.push_back(static_cast<int>(n));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
-}
-
-std::optional<int> MinWorkers(const std::vector<const CompareRun*>& points, double required) {
-  std::optional<int> best;
-  for (const CompareRun* p : points) {
-    if (Meets(*p, required) && (!best || p->workers < *best)) best = p->workers;
-  }
-  return best;
 }
 
 Status RunCompare(const CompareOptions& o, CompareResult* res,
@@ -346,7 +145,7 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
   }
   if (res->source_bytes == 0) res->source_bytes = TreeBytes(o.src);
 
-  for (const auto& storage : Storages(o)) {
+  for (const auto& storage : CompareStorages(o)) {
     for (const auto& b : res->builds) {
       for (const auto& cache : o.caches) {
         for (int w : o.workers) {
@@ -358,7 +157,7 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
           run.workers = w;
           ReplayOptions ro = o.job;
           ro.dataset = b.path;
-          ro.mode = ModeFor(o.job.mode, b.layout);
+          ro.mode = CompareMode(o.job.mode, b.layout);
           ro.cache = cache;
           ro.workers = w;
           ro.epochs = o.job.epochs + (cache == "warm" ? 1 : 0);
@@ -366,7 +165,7 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
           run.options = ro;
           DS_RETURN_IF_ERROR(RunReplay(ro, &run.result).Prefixed(b.layout));
           res->samples = run.result.dataset_samples;
-          Summarize(ro, &run);
+          SummarizeRun(&run);
           say(
               fmt::format("{:<6} {:<4} {:<9} workers {:<3} {:>8} samples/s {:>11} {:>8} opens/s  "
                           "p99 {}{}",
@@ -380,156 +179,8 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
     }
   }
   res->interrupted = StopRequested();
-  Finish(o, res);
+  RankAndRecommend(o, res);
   return Status::Ok();
-}
-
-json CompareJson(const CompareOptions& o, const CompareResult& r) {
-  auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
-  json runs = json::array();
-  for (const auto& run : r.runs) {
-    runs.push_back({{"layout", run.layout},
-                    {"mode", ModeFor(o.job.mode, run.layout)},
-                    {"storage", run.storage},
-                    {"cache", run.cache},
-                    {"workers", run.workers},
-                    {"workers_run", run.result.workers},
-                    {"samples_per_sec", run.samples_per_sec},
-                    {"bytes_per_sec", run.bytes_per_sec},
-                    {"opens_per_sec", run.opens_per_sec},
-                    {"capacity_samples_per_sec", run.capacity_samples_per_sec},
-                    {"first_batch_seconds", run.first_batch_seconds},
-                    {"residency_before", run.residency_before},
-                    {"au", opt(run.au)},
-                    {"headroom", opt(run.headroom)},
-                    {"vs_baseline", opt(run.vs_baseline)},
-                    {"sample_lat_ns", LatencyJson(run.sample_lat)},
-                    {"cdf", Cdf(run.sample_lat)},
-                    {"data_wait_ns", LatencyJson(run.wait_lat)},
-                    {"replay", ReplayJson(run.options, run.result)}});
-  }
-  json builds = json::array();
-  for (const auto& b : r.builds) {
-    builds.push_back({{"layout", b.layout},
-                      {"path", b.path},
-                      {"bytes", b.bytes},
-                      {"build_seconds", b.seconds},
-                      {"reused", b.reused}});
-  }
-  for (auto& run : runs) {
-    for (const auto& b : r.builds) {
-      if (b.layout == run["layout"]) {
-        run["dataset_bytes"] = b.bytes;
-        run["build_seconds"] = b.seconds;
-        run["replay"]["dataset"] = b.path;
-      }
-    }
-  }
-  int w = MaxWorkers(o);
-  double required = r.runs.empty() ? 0 : r.runs.front().result.required_samples_per_sec;
-  json ranking = json::array(), sweep = json::array();
-  for (const auto& storage : Storages(o)) {
-    for (const auto& cache : o.caches) {
-      json order = json::array();
-      for (const CompareRun* run : Ranked(r, storage, cache, w)) {
-        order.push_back({{"layout", run->layout},
-                         {"samples_per_sec", run->samples_per_sec},
-                         {"score", Score(*run)},
-                         {"vs_baseline", opt(run->vs_baseline)}});
-      }
-      ranking.push_back(
-          {{"storage", storage}, {"cache", cache}, {"baseline", r.baseline}, {"order", order}});
-      if (o.workers.size() < 2) continue;
-      for (const auto& layout : o.layouts) {
-        std::vector<const CompareRun*> pts;
-        json points = json::array();
-        for (const auto& run : r.runs) {
-          if (run.layout == layout && run.storage == storage && run.cache == cache) {
-            pts.push_back(&run);
-            points.push_back({{"workers", run.workers},
-                              {"samples_per_sec", run.samples_per_sec},
-                              {"au", opt(run.au)}});
-          }
-        }
-        auto mw = MinWorkers(pts, required);
-        sweep.push_back({{"layout", layout},
-                         {"storage", storage},
-                         {"cache", cache},
-                         {"min_workers", mw ? json(*mw) : json(nullptr)},
-                         {"points", points}});
-      }
-    }
-  }
-  return {
-      {"source", o.src},
-      {"work_dir", o.work_dir},
-      {"samples", r.samples},
-      {"source_bytes", r.source_bytes},
-      {"job",
-       {{"mode", o.job.mode},
-        {"workers", o.workers},
-        {"batch", o.job.batch},
-        {"prefetch", o.job.prefetch},
-        {"epochs", o.job.epochs},
-        {"compute_time", r.runs.empty() ? o.job.compute_time : r.runs.front().result.compute_time},
-        {"required_samples_per_sec", required}}},
-      {"slowfs", o.slowfs ? json{{"meta_latency_s", o.slowfs->meta_latency},
-                                 {"read_latency_s", o.slowfs->read_latency}}
-                          : json(nullptr)},
-      {"builds", builds},
-      {"runs", runs},
-      {"ranking", ranking},
-      {"sweep", sweep},
-      {"baseline", r.baseline},
-      {"recommendation", r.recommendation},
-      {"interrupted", r.interrupted}};
-}
-
-std::string CompareText(const CompareOptions& o, const CompareResult& r) {
-  int w = MaxWorkers(o);
-  double required = r.runs.empty() ? 0 : r.runs.front().result.required_samples_per_sec;
-  std::string t;
-  for (const auto& storage : Storages(o)) {
-    for (const auto& cache : o.caches) {
-      bool capacity = !r.runs.empty() && r.runs.front().result.compute_time > 0;
-      t += fmt::format(
-          "\n{}, {} cache, {} workers (x = {} vs {}):\n", StorageWords(o, storage), cache, w,
-          capacity ? "loader capacity, what the workers could deliver never idle," : "samples/s",
-          LayoutWords(r.baseline));
-      t += fmt::format("  {:<4} {:<9} {:<6} {:>10} {:>11} {:>9} {:>9} {:>9} {:>7} {:>7}\n", "rank",
-                       "layout", "mode", "samples/s", "MB/s", "opens/s", "p50", "p99", "AU", "x");
-      int rank = 1;
-      for (const CompareRun* run : Ranked(r, storage, cache, w)) {
-        t += fmt::format("  {:<4} {:<9} {:<6} {:>10} {:>11} {:>9} {:>9} {:>9} {:>7} {:>7}\n",
-                         rank++, run->layout, ModeFor(o.job.mode, run->layout),
-                         FormatCount(run->samples_per_sec), FormatRate(run->bytes_per_sec),
-                         FormatCount(run->opens_per_sec),
-                         FormatDuration(run->sample_lat.Percentile(50) / 1e9),
-                         FormatDuration(run->sample_lat.Percentile(99) / 1e9),
-                         run->au ? fmt::format("{:.1f}%", *run->au * 100) : "-",
-                         run->vs_baseline ? fmt::format("{:.2f}", *run->vs_baseline) : "-");
-      }
-      if (o.workers.size() < 2) continue;
-      t += "  worker sweep (fewest workers that meet the required rate):";
-      for (const auto& layout : o.layouts) {
-        std::vector<const CompareRun*> pts;
-        for (const auto& run : r.runs) {
-          if (run.layout == layout && run.storage == storage && run.cache == cache) {
-            pts.push_back(&run);
-          }
-        }
-        auto mw = MinWorkers(pts, required);
-        t += fmt::format(" {} {};", layout,
-                         required <= 0 ? "n/a"
-                         : mw          ? std::to_string(*mw)
-                                       : "none");
-      }
-      t += required <= 0 ? " (give --step-time or --samples-per-sec for a required rate)\n" : "\n";
-    }
-  }
-  t += "\nrecommendation: " + r.recommendation + "\n";
-  if (r.interrupted) t += "interrupted: partial results\n";
-  return t;
 }
 
 }  // namespace ds::bench

@@ -90,6 +90,20 @@ Status RunCompare(const CompareOptions& options, CompareResult* result,
 nlohmann::json CompareJson(const CompareOptions& options, const CompareResult& result);
 std::string CompareText(const CompareOptions& options, const CompareResult& result);
 
+// The pieces of a compare run, exposed for tests (bench/compare_report.cc).
+// The replay mode a layout runs in: "natural" is map for dir, zip and lmdb (random access by
+// index, as their loaders read), stream for the shard layouts; map/stream are kept as given.
+std::string CompareMode(const std::string& mode, const std::string& layout);
+// "local" and/or "slowfs", in that order, as the options ask.
+std::vector<std::string> CompareStorages(const CompareOptions& options);
+// Fills run's summary (medians over the measured epochs; a warm run's first epoch primes the
+// cache and is not counted when there are others) from run->result.
+void SummarizeRun(CompareRun* run);
+// Fills each run's vs_baseline (same storage, cache and workers) and result->recommendation:
+// the best layout where storage hurts most (slowfs if run, cold if run) at the largest worker
+// count, which layouts feed the job, and one ranked sentence per (storage, cache).
+void RankAndRecommend(const CompareOptions& options, CompareResult* result);
+
 // Worker sweep: the fewest workers whose run meets the required rate (AU >= 90% with a simulated
 // accelerator, else samples/s >= required); nullopt when none does or no rate was given.
 std::optional<int> MinWorkers(const std::vector<const CompareRun*>& points, double required);

@@ -1,0 +1,189 @@
+// bench/compare.h: the summaries, ranking, ratios, recommendation and worker sweep of
+// `dsbench compare`, on hand-made replay results (no IO: the e2e test runs the real thing).
+#include "bench/compare.h"
+
+#include <catch2/catch.hpp>
+#include <string>
+#include <vector>
+
+using ds::bench::CompareOptions;
+using ds::bench::CompareResult;
+using ds::bench::CompareRun;
+using ds::bench::EpochResult;
+
+namespace {
+
+// An epoch of `samples` samples in `seconds`; capacity and AU as given.
+EpochResult Epoch(uint64_t samples, double seconds, double capacity = 0, double au = 0) {
+  EpochResult e;
+  e.samples = samples;
+  e.seconds = seconds;
+  e.bytes = samples * 1000;
+  e.capacity_samples_per_sec = capacity;
+  e.au = au;
+  e.sample_lat.Add(1000);
+  return e;
+}
+
+CompareRun Run(const std::string& layout, const std::string& storage, const std::string& cache,
+               int workers, std::vector<EpochResult> epochs, double required = 0,
+               double compute = 0) {
+  CompareRun r;
+  r.layout = layout;
+  r.storage = storage;
+  r.cache = cache;
+  r.workers = workers;
+  r.result.epochs = std::move(epochs);
+  r.result.required_samples_per_sec = required;
+  r.result.compute_time = compute;
+  ds::bench::SummarizeRun(&r);
+  return r;
+}
+
+const CompareRun& Find(const CompareResult& r, const std::string& layout,
+                       const std::string& storage, const std::string& cache) {
+  for (const auto& run : r.runs) {
+    if (run.layout == layout && run.storage == storage && run.cache == cache) return run;
+  }
+  FAIL("no run " << layout << " " << storage << " " << cache);
+  return r.runs.front();
+}
+
+}  // namespace
+
+TEST_CASE("compare: a run's summary is the median of its measured epochs", "[bench]") {
+  // Cold: every epoch counts; median of 100, 300, 200 samples/s.
+  CompareRun cold = Run("dir", "local", "cold", 4, {Epoch(100, 1), Epoch(300, 1), Epoch(200, 1)});
+  CHECK(cold.samples_per_sec == Approx(200));
+  CHECK(cold.bytes_per_sec == Approx(200000));
+  CHECK_FALSE(cold.au);
+  // Warm: the first epoch only primes the cache, however slow it was.
+  CompareRun warm = Run("dir", "local", "warm", 4, {Epoch(10, 1), Epoch(400, 1), Epoch(600, 1)});
+  CHECK(warm.samples_per_sec == Approx(500));
+  CHECK(warm.sample_lat.count() == 2);
+  // A warm run of one epoch keeps it.
+  CHECK(Run("dir", "local", "warm", 4, {Epoch(70, 1)}).samples_per_sec == Approx(70));
+  // With a requirement: headroom is capacity / required; with compute, AU is summarised.
+  CompareRun acc =
+      Run("native", "local", "cold", 4, {Epoch(100, 1, 900, 0.95), Epoch(100, 1, 700, 0.85)},
+          /*required=*/400, /*compute=*/0.01);
+  REQUIRE(acc.au);
+  CHECK(*acc.au == Approx(0.9));
+  REQUIRE(acc.headroom);
+  CHECK(*acc.headroom == Approx(2.0));
+}
+
+TEST_CASE("compare: ratios against the tree of the same storage and cache; recommendation",
+          "[bench]") {
+  CompareOptions o;
+  o.layouts = {"dir", "zip", "native"};
+  o.slowfs = ds::bench::SlowfsOptions{};
+  o.slowfs->meta_latency = 0.001;
+  CompareResult r;
+  r.baseline = "dir";
+  r.runs.push_back(Run("dir", "local", "cold", 4, {Epoch(1000, 1)}));
+  r.runs.push_back(Run("zip", "local", "cold", 4, {Epoch(1500, 1)}));
+  r.runs.push_back(Run("native", "local", "cold", 4, {Epoch(3000, 1)}));
+  r.runs.push_back(Run("dir", "slowfs", "cold", 4, {Epoch(100, 1)}));
+  r.runs.push_back(Run("zip", "slowfs", "cold", 4, {Epoch(600, 1)}));
+  r.runs.push_back(Run("native", "slowfs", "cold", 4, {Epoch(2400, 1)}));
+  for (auto* c : {"warm"}) {
+    r.runs.push_back(Run("dir", "local", c, 4, {Epoch(1, 1), Epoch(5000, 1)}));
+    r.runs.push_back(Run("zip", "local", c, 4, {Epoch(1, 1), Epoch(4000, 1)}));
+    r.runs.push_back(Run("native", "local", c, 4, {Epoch(1, 1), Epoch(10000, 1)}));
+    r.runs.push_back(Run("dir", "slowfs", c, 4, {Epoch(1, 1), Epoch(800, 1)}));
+    r.runs.push_back(Run("zip", "slowfs", c, 4, {Epoch(1, 1), Epoch(700, 1)}));
+    r.runs.push_back(Run("native", "slowfs", c, 4, {Epoch(1, 1), Epoch(8000, 1)}));
+  }
+  ds::bench::RankAndRecommend(o, &r);
+  CHECK(*Find(r, "native", "local", "cold").vs_baseline == Approx(3.0));
+  CHECK(*Find(r, "zip", "slowfs", "cold").vs_baseline == Approx(6.0));
+  CHECK(*Find(r, "native", "slowfs", "cold").vs_baseline == Approx(24.0));
+  CHECK(*Find(r, "native", "local", "warm").vs_baseline == Approx(2.0));
+  CHECK(*Find(r, "dir", "slowfs", "warm").vs_baseline == Approx(1.0));
+  // The pick is made where storage hurts most: the slow file system, cold.
+  INFO(r.recommendation);
+  CHECK(r.recommendation.rfind("use native shards: 24x the directory tree cold on slowfs", 0) == 0);
+  // One ranked sentence per (storage, cache), best first.
+  CHECK(r.recommendation.find("local cold: native 3.0x the directory tree, zip 1.5x") !=
+        std::string::npos);
+  CHECK(r.recommendation.find("slowfs warm: native 10x the directory tree, zip 0.9x") !=
+        std::string::npos);
+  // No requirement given: nothing said about feeding the job.
+  CHECK(r.recommendation.find("feed") == std::string::npos);
+  // The text and JSON agree with the ranking.
+  auto j = ds::bench::CompareJson(o, r);
+  REQUIRE(j["ranking"].size() == 4);
+  CHECK(j["ranking"][0]["storage"] == "local");
+  CHECK(j["ranking"][0]["order"][0]["layout"] == "native");
+  CHECK(j["ranking"][0]["order"][2]["layout"] == "dir");
+  CHECK(j["recommendation"] == r.recommendation);
+  CHECK(ds::bench::CompareText(o, r).find("recommendation: use native shards") !=
+        std::string::npos);
+}
+
+TEST_CASE("compare: which layouts feed the job; capacity ranks when compute is simulated",
+          "[bench]") {
+  CompareOptions o;
+  o.layouts = {"dir", "lmdb", "native"};
+  o.caches = {"cold"};
+  CompareResult r;
+  r.baseline = "dir";
+  // With an accelerator the delivered rate is capped by compute (all deliver ~the same); the
+  // loader's capacity ranks, and AU >= 90% decides who feeds the job.
+  r.runs.push_back(Run("dir", "local", "cold", 4, {Epoch(500, 1, 600, 0.55)}, 800, 0.04));
+  r.runs.push_back(Run("lmdb", "local", "cold", 4, {Epoch(790, 1, 5000, 0.97)}, 800, 0.04));
+  r.runs.push_back(Run("native", "local", "cold", 4, {Epoch(800, 1, 9000, 0.98)}, 800, 0.04));
+  ds::bench::RankAndRecommend(o, &r);
+  INFO(r.recommendation);
+  CHECK(*Find(r, "native", "local", "cold").vs_baseline == Approx(15.0));
+  // Feeding layouts are named in ranking order.
+  CHECK(r.recommendation.rfind("use native shards: 15x the directory tree cold on local disk; "
+                               "only native, lmdb feed the job here",
+                               0) == 0);
+  // Nobody meets it.
+  for (auto& run : r.runs) run.au = 0.5;
+  ds::bench::RankAndRecommend(o, &r);
+  CHECK(r.recommendation.find("no layout feeds the job here") != std::string::npos);
+  for (auto& run : r.runs) run.au = 0.95;
+  ds::bench::RankAndRecommend(o, &r);
+  CHECK(r.recommendation.find("every layout feeds this job here") != std::string::npos);
+}
+
+TEST_CASE("compare: the worker sweep finds the fewest workers that meet the rate", "[bench]") {
+  std::vector<CompareRun> runs = {Run("dir", "local", "cold", 8, {Epoch(900, 1)}, 800),
+                                  Run("dir", "local", "cold", 1, {Epoch(200, 1)}, 800),
+                                  Run("dir", "local", "cold", 4, {Epoch(810, 1)}, 800),
+                                  Run("dir", "local", "cold", 2, {Epoch(400, 1)}, 800)};
+  std::vector<const CompareRun*> pts;
+  for (const auto& r : runs) pts.push_back(&r);
+  CHECK(ds::bench::MinWorkers(pts, 800) == 4);
+  CHECK(ds::bench::MinWorkers(pts, 100) == 1);
+  CHECK_FALSE(ds::bench::MinWorkers(pts, 1000));
+  CHECK_FALSE(ds::bench::MinWorkers(pts, 0));  // no requirement: no answer
+  // With an accelerator, AU >= 90% decides, not the delivered rate.
+  std::vector<CompareRun> acc = {Run("wds", "local", "cold", 1, {Epoch(99, 1, 0, 0.6)}, 100, 1),
+                                 Run("wds", "local", "cold", 2, {Epoch(99, 1, 0, 0.9)}, 100, 1)};
+  CHECK(ds::bench::MinWorkers({&acc[0], &acc[1]}, 100) == 2);
+}
+
+TEST_CASE("compare: --workers lists", "[bench]") {
+  CHECK(*ds::bench::ParseWorkerList("4") == std::vector<int>{4});
+  CHECK(*ds::bench::ParseWorkerList("8,1,4,2,4") == std::vector<int>{1, 2, 4, 8});
+  for (const char* bad : {"", "0", "-1", "a", "1,,2", "2,", "4097", "1.5"}) {
+    auto r = ds::bench::ParseWorkerList(bad);
+    INFO(bad);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().message().find("a count or a list like 1,2,4,8") != std::string::npos);
+  }
+}
+
+TEST_CASE("compare: natural mode reads each layout as its loaders do", "[bench]") {
+  using ds::bench::CompareMode;
+  for (const char* l : {"dir", "zip", "lmdb"}) CHECK(CompareMode("natural", l) == "map");
+  for (const char* l : {"native", "wds", "tfrecord", "recordio"}) {
+    CHECK(CompareMode("natural", l) == "stream");
+  }
+  CHECK(CompareMode("map", "wds") == "map");
+  CHECK(CompareMode("stream", "dir") == "stream");
+}
