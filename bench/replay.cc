@@ -16,6 +16,7 @@
 #include "bench/stop.h"
 #include "src/human.h"
 #include "src/ordered_workers.h"
+#include "src/progress.h"
 #include "src/random.h"
 
 namespace ds::bench {
@@ -47,7 +48,7 @@ constexpr size_t kMaxListedErrors = 5;
 
 struct BatchOut {
   Status status;
-  uint64_t samples = 0;
+  uint64_t samples = 0, bytes = 0;
 };
 
 struct WorkerStats {
@@ -161,6 +162,8 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
     double compute = 0;
     Clock::time_point t0 = Clock::now(), ready_since = t0, first_done = t0;
     double cpu0 = CpuNow();
+    Progress bar(o.progress, "samples", n);
+    uint64_t bar_bytes = 0;
     RunOrdered<BatchOut>(
         batches, o.workers, static_cast<size_t>(o.workers) * o.prefetch,
         [&](uint64_t b) {
@@ -187,6 +190,7 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
             w.lat.Add(static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - s0).count()));
             w.samples++;
             w.bytes += r->bytes;
+            out.bytes += r->bytes;
             w.opens += r->opens;
             out.samples++;
           }
@@ -215,8 +219,11 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
             compute += o.compute_time;
           }
           ep.samples += out.samples;
+          bar_bytes += out.bytes;
+          bar.Update(ep.samples, bar_bytes);
           return !StopRequested();
         });
+    bar.Finish();
     DS_RETURN_IF_ERROR(error);
     auto t1 = Clock::now();
     ep.seconds = Secs(t1 - t0);

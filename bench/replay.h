@@ -51,6 +51,8 @@ struct ReplayOptions {
   std::string on_error = "stop";  // a sample that fails to read or check: stop | skip
   // Read the dataset through the slow file system (slowfs.h): NFS-like round trips.
   std::optional<SlowfsOptions> slowfs;
+  // A bar per epoch on stderr (samples done, MB/s, ETA), drawn only when stderr is a terminal.
+  bool progress = false;
 };
 
 struct EpochResult {

@@ -103,6 +103,7 @@ Status ResolveJob(JobFlags* f) {
   if (f->format != "normal" && f->format != "json") {
     return Status(Code::kInvalidArgument, "--output-format: normal or json");
   }
+  f->job.progress = f->format == "normal";  // drawn only on a terminal
   if (!f->meta_latency.empty() || !f->read_latency.empty()) {
     SlowfsOptions s;
     s.meta_latency = 0;

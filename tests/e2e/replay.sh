@@ -44,6 +44,13 @@ grep -Eq "(FEEDS|STARVES) the job: loader capacity" au.txt || { cat au.txt; fail
 $PY -c 'import json; e=json.load(open("au.json"))["replay"]["epochs"][0]; assert 0 < e["au"] <= 1.0001 and e["headroom"] > 0 and e["data_wait_ns"]["percentile"]["99.000000"] >= 0, e'
 pass "simulated accelerator: required rate up front, AU, loader capacity and the verdict"
 
+# The progress bar: drawn on a terminal (script(1) gives one), never into a pipe or a file.
+"$DSBENCH" replay nat --epochs 1 --workers 2 > plain.out 2> plain.err
+[ ! -s plain.err ] && ! grep -q $'\r' plain.out || fail "progress drawn without a terminal"
+script -qec "$DSBENCH replay nat --epochs 1 --workers 2" /dev/null > tty.out
+grep -aE "[0-9]+/$N samples .* samples/s" tty.out >/dev/null || { cat -v tty.out; fail "no progress bar on a terminal"; }
+pass "progress bar on a terminal only"
+
 expect_exit 2 "$DSBENCH" replay no/such/dataset
 expect_err "no/such/dataset"
 expect_exit 2 "$DSBENCH" replay nat --mode random
