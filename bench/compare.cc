@@ -72,10 +72,6 @@ Status Build(const CompareOptions& o, const std::string& layout, CompareBuild* b
   return Status::Ok();
 }
 
-// "natural": each layout read the way its loaders read it. Random access by index for the tree
-// (ImageFolder), zip (a zipfile Dataset) and LMDB (a python-lmdb Dataset); the shard layouts in
-// storage order with a shuffle buffer (WebDataset, tf.data, MXNet's ImageRecordIter).
-
 }  // namespace
 
 const std::vector<std::string>& CompareLayouts() {

@@ -19,15 +19,16 @@ RATE=${3:-3200}
 DSPACK=${DSPACK:-$PWD/build/pack/dspack}
 DSBENCH=${DSBENCH:-$PWD/build/bench/dsbench}
 W=${WORK:-/tmp/dspack-compare-bench}
-rm -rf "$W" && mkdir -p "$W"
-"$DSPACK" synth imagenet-like "$W/src" --samples "$N" --seed 1 -q
+source bench/lib.sh
+bench_tree  # the imagenet-like tree of N samples, seed 1, as the other scripts: $SRC
+rm -rf "$W/c"  # layouts are built afresh (compare would reuse them)
 LAYOUTS=dir,zip,native,lmdb,wds,tfrecord
 
-"$DSBENCH" compare "$W/src" --work-dir "$W/c" --layouts $LAYOUTS --label-from-dir --epochs "$E" \
+"$DSBENCH" compare "$SRC" --work-dir "$W/c" --layouts $LAYOUTS --label-from-dir --epochs "$E" \
   --workers 1,2,4,8 --meta-latency 1ms --drop-caches --output-format json > "$W/a.json"
 # batch 32 every 32/RATE s on one GPU
 step=$(/usr/bin/python3 -c "print(f'{32 / $RATE * 1000:.3f}ms')")
-"$DSBENCH" compare "$W/src" --work-dir "$W/c" --layouts $LAYOUTS --epochs "$E" --workers 4 \
+"$DSBENCH" compare "$SRC" --work-dir "$W/c" --layouts $LAYOUTS --epochs "$E" --workers 4 \
   --meta-latency 1ms --no-local --cache cold --drop-caches --gpus 1 --batch 32 \
   --step-time "$step" --output-format json > "$W/b.json"
 : > "$W/dd.txt"

@@ -17,8 +17,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr double kAuBar = 0.9;  // MLPerf Storage: the accelerator must be busy >= 90%
-
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
@@ -93,6 +91,9 @@ std::string StorageWords(const CompareOptions& o, const std::string& storage) {
 
 }  // namespace
 
+// "natural": each layout read the way its loaders read it. Random access by index for the tree
+// (ImageFolder), zip (a zipfile Dataset) and LMDB (a python-lmdb Dataset); the shard layouts in
+// storage order with a shuffle buffer (WebDataset, tf.data, MXNet's ImageRecordIter).
 std::string CompareMode(const std::string& mode, const std::string& layout) {
   if (mode != "natural") return mode;
   return layout == "dir" || layout == "zip" || layout == "lmdb" ? "map" : "stream";

@@ -258,6 +258,12 @@ std::string RequirementText(const ReplayOptions& o, const ReplayResult& r) {
                      FormatRate(sps * mean_bytes), FormatCount(sps * opens_per_sample));
 }
 
+bool Feeds(const ReplayResult& r, const EpochResult& e) {
+  if (r.required_samples_per_sec <= 0) return false;
+  return r.compute_time > 0 ? e.au >= kAuBar
+                            : e.capacity_samples_per_sec >= r.required_samples_per_sec;
+}
+
 json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
   json epochs = json::array();
   for (const auto& e : r.epochs) {
@@ -336,7 +342,7 @@ std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
       // The loader's capacity against the requirement; with a simulated accelerator, MLPerf
       // Storage's bar (AU >= 90%) decides.
       double headroom = e.capacity_samples_per_sec / r.required_samples_per_sec;
-      bool feeds = r.compute_time > 0 ? e.au >= 0.9 : headroom >= 1;
+      bool feeds = Feeds(r, e);
       bool client = e.cpu_seconds / s > 0.8 * cores;
       t += fmt::format("  {}: loader capacity {} samples/s = {:.2f}x the required rate{}\n",
                        feeds ? "FEEDS the job" : "STARVES the job",

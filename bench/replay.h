@@ -75,6 +75,9 @@ struct EpochResult {
   uint64_t errors = 0;     // samples skipped under on_error=skip
 };
 
+// MLPerf Storage's bar: the accelerator must be busy at least 90% of the time.
+constexpr double kAuBar = 0.9;
+
 struct ReplayResult {
   std::string kind;  // "tree" or the layout
   uint64_t dataset_samples = 0;
@@ -103,5 +106,8 @@ nlohmann::json ReplayJson(const ReplayOptions& o, const ReplayResult& r);
 std::string ReplayText(const ReplayOptions& o, const ReplayResult& r);
 // The required rate in words: samples/s, MB/s and opens/s ("" when no requirement was given).
 std::string RequirementText(const ReplayOptions& o, const ReplayResult& r);
+// The verdict on epoch e of r against the required rate (false when none was given): with a
+// simulated accelerator AU >= kAuBar, else the loader's capacity covers the rate.
+bool Feeds(const ReplayResult& r, const EpochResult& e);
 
 }  // namespace ds::bench

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "bench/replay.h"
 #include "bench/svg.h"
 #include "src/human.h"
 
@@ -260,7 +261,7 @@ std::string Table(const Model& m, const Combo& k) {
     out += cell("p99_ns", Pct(r->value("sample_lat_ns", json()), 99), svg::Ns);
     out += cell("first_batch_seconds", Num(*r, "first_batch_seconds"), Seconds);
     out += cell(
-        "au", au, [](double v) { return fmt::format("{:.1f}%", v * 100); }, au < 0.9);
+        "au", au, [](double v) { return fmt::format("{:.1f}%", v * 100); }, au < kAuBar);
     out += cell("headroom", head, ratio, head < 1);
     out += cell("vs_baseline", Num(*r, "vs_baseline"), ratio);
     out += cell("dataset_bytes", Num(*r, "dataset_bytes"),
@@ -472,7 +473,7 @@ std::string CompareHtml(const json& compare) {
         "<section id=\"au\"><h2>Accelerator utilisation</h2><p class=\"note\">Compute time over "
         "wall time, first step excluded; MLPerf Storage requires 90%.</p>";
     out += GroupedBars(m, {"au", "accelerator utilisation", "accelerator utilisation", Percent,
-                           Percent, 1, 0.9, "MLPerf 90%"});
+                           Percent, 1, kAuBar, "MLPerf 90%"});
     out += "</section>\n";
   }
   std::string sweeps;

@@ -8,7 +8,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cctype>
 #include <chrono>
 #include <climits>
 #include <cstdlib>
@@ -19,6 +18,7 @@
 
 #include "bench/stop.h"
 #include "src/human.h"
+#include "src/system_probe.h"
 
 namespace ds::bench {
 
@@ -31,22 +31,10 @@ constexpr int kDaemonExitMs = 3000;
 // the daemon died (ENOTCONN), and the mount must still be taken down then.
 bool IsMounted(const std::string& dir) {
   std::ifstream f("/proc/self/mountinfo");
-  std::string line;
-  while (std::getline(f, line)) {
-    std::istringstream in(line);
-    std::string id, parent, devno, root, point;
-    in >> id >> parent >> devno >> root >> point;
-    std::string decoded;  // mountinfo escapes space, tab, newline and '\' as \ooo
-    for (size_t i = 0; i < point.size(); i++) {
-      if (point[i] == '\\' && i + 3 < point.size() &&
-          std::isdigit(static_cast<unsigned char>(point[i + 1]))) {
-        decoded += static_cast<char>(std::stoi(point.substr(i + 1, 3), nullptr, 8));
-        i += 3;
-      } else {
-        decoded += point[i];
-      }
-    }
-    if (decoded == dir) return true;
+  std::stringstream text;
+  text << f.rdbuf();
+  for (const auto& m : ParseMountInfo(text.str())) {
+    if (m.mount_point == dir) return true;
   }
   return false;
 }

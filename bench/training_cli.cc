@@ -128,9 +128,7 @@ std::vector<std::string> SplitList(const std::string& s) {
 }
 
 bool Starves(const ReplayResult& r) {
-  if (r.required_samples_per_sec <= 0 || r.epochs.empty()) return false;
-  const EpochResult& e = r.epochs.back();
-  return r.compute_time > 0 ? e.au < 0.9 : e.capacity_samples_per_sec < r.required_samples_per_sec;
+  return r.required_samples_per_sec > 0 && !r.epochs.empty() && !Feeds(r, r.epochs.back());
 }
 
 int RunReplayCommand(JobFlags* f) {
