@@ -96,6 +96,21 @@ Status WriteFull(int fd, const void* buf, size_t n, std::string_view what) {
   return Status::Ok();
 }
 
+Status WriteFullAt(int fd, const void* buf, size_t n, uint64_t offset, std::string_view what) {
+  auto* p = static_cast<const char*>(buf);
+  size_t done = 0;
+  while (done < n) {
+    ssize_t r = ::pwrite(fd, p + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno,
+                               std::string(what) + ": write at offset " + std::to_string(offset + done));
+    }
+    done += static_cast<size_t>(r);
+  }
+  return Status::Ok();
+}
+
 Result<uint64_t> FileSize(int fd, std::string_view what) {
   struct stat st;
   if (::fstat(fd, &st) != 0) return Status::FromErrno(errno, std::string(what) + ": fstat");

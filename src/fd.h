@@ -57,6 +57,8 @@ Status ReadFullAtV(int fd, iovec* iov, size_t count, uint64_t offset, std::strin
 // Reads until n bytes or EOF from the current position; returns bytes read.
 Result<size_t> ReadUpTo(int fd, void* buf, size_t n, std::string_view what);
 Status WriteFull(int fd, const void* buf, size_t n, std::string_view what);
+// Writes exactly n bytes at offset (pwrite; short writes and EINTR continue).
+Status WriteFullAt(int fd, const void* buf, size_t n, uint64_t offset, std::string_view what);
 Result<uint64_t> FileSize(int fd, std::string_view what);
 // fsync of a directory, so that renames and creations in it are durable.
 Status FsyncDir(const std::string& dir);

@@ -12,33 +12,11 @@
 #include <thread>
 
 namespace ds {
-namespace {
-
-char* AlignedAlloc(size_t n) {
-  void* p = nullptr;
-  if (::posix_memalign(&p, FileWriter::kBlock, n) != 0) throw std::bad_alloc();
-  return static_cast<char*>(p);
-}
-
-Status PwriteAll(int fd, const char* p, size_t n, uint64_t off, const std::string& name) {
-  size_t done = 0;
-  while (done < n) {
-    ssize_t r = ::pwrite(fd, p + done, n - done, static_cast<off_t>(off + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, name + ": write at offset " + std::to_string(off + done));
-    }
-    done += static_cast<size_t>(r);
-  }
-  return Status::Ok();
-}
-
-}  // namespace
 
 struct FileWriter::Async {
   std::mutex mu;
   std::condition_variable cv;
-  std::unique_ptr<char, Free> buf;  // the buffer being written (or free when !busy)
+  AlignedBuffer buf;  // the buffer being written (or free when !busy)
   size_t len = 0;
   uint64_t off = 0;
   bool busy = false;
@@ -52,7 +30,7 @@ struct FileWriter::Async {
       cv.wait(lock, [&] { return busy || quit; });
       if (!busy) return;
       lock.unlock();
-      Status s = PwriteAll(fd, buf.get(), len, off, name);
+      Status s = WriteFullAt(fd, buf.data(), len, off, name);
       lock.lock();
       if (status.ok()) status = s;
       busy = false;
@@ -63,7 +41,7 @@ struct FileWriter::Async {
 
 FileWriter::FileWriter(OwnedFd fd, std::string name, size_t buffer_size)
     : fd_(std::move(fd)), name_(std::move(name)), cap_(buffer_size) {
-  buf_.reset(AlignedAlloc(cap_));
+  buf_ = AlignedBuffer(cap_, kBlock);
 }
 
 FileWriter::FileWriter(FileWriter&&) noexcept = default;
@@ -85,9 +63,12 @@ bool FileWriter::EnableDirect() {
   int flags = ::fcntl(fd_.get(), F_GETFL);
   if (flags >= 0 && ::fcntl(fd_.get(), F_SETFL, flags | O_DIRECT) == 0) direct_ = true;
   if (direct_) {
-    async_ = std::make_unique<Async>();
-    async_->buf.reset(AlignedAlloc(cap_));
-    async_->thread = std::thread([a = async_.get(), fd = fd_.get(), n = name_] { a->Run(fd, n); });
+    // Installed only once its thread runs, so the destructor never joins a thread that never
+    // started (std::thread's constructor can throw).
+    auto a = std::make_unique<Async>();
+    a->buf = AlignedBuffer(cap_, kBlock);
+    a->thread = std::thread([p = a.get(), fd = fd_.get(), n = name_] { p->Run(fd, n); });
+    async_ = std::move(a);
   }
   return direct_;
 }
@@ -104,8 +85,8 @@ Status FileWriter::WriteOut(size_t n) {
   if (async_ && direct_) {
     // Hand the filled buffer to the background thread; keep filling the other one.
     DS_RETURN_IF_ERROR(Drain());
-    std::unique_ptr<char, Free> next = std::move(async_->buf);
-    std::memcpy(next.get(), buf_.get() + n, len_ - n);
+    AlignedBuffer next = std::move(async_->buf);
+    std::memcpy(next.data(), buf_.data() + n, len_ - n);
     {
       std::lock_guard<std::mutex> lock(async_->mu);
       async_->buf = std::move(buf_);
@@ -119,12 +100,12 @@ Status FileWriter::WriteOut(size_t n) {
     base_ += n;
     return Status::Ok();
   }
-  DS_RETURN_IF_ERROR(PwriteAll(fd_.get(), buf_.get(), n, base_, name_));
+  DS_RETURN_IF_ERROR(WriteFullAt(fd_.get(), buf_.data(), n, base_, name_));
   if (writeback_ && !direct_) {
     ::sync_file_range(fd_.get(), static_cast<off_t>(base_), static_cast<off_t>(n),
                       SYNC_FILE_RANGE_WRITE);
   }
-  std::memmove(buf_.get(), buf_.get() + n, len_ - n);
+  std::memmove(buf_.data(), buf_.data() + n, len_ - n);
   len_ -= n;
   base_ += n;
   return Status::Ok();
@@ -134,7 +115,7 @@ Status FileWriter::Append(std::string_view data) {
   while (!data.empty()) {
     if (len_ == cap_) DS_RETURN_IF_ERROR(Flush());
     size_t k = std::min(data.size(), cap_ - len_);
-    std::memcpy(buf_.get() + len_, data.data(), k);
+    std::memcpy(buf_.data() + len_, data.data(), k);
     len_ += k;
     data.remove_prefix(k);
   }
@@ -145,7 +126,7 @@ Status FileWriter::AppendZeros(uint64_t n) {
   while (n > 0) {
     if (len_ == cap_) DS_RETURN_IF_ERROR(Flush());
     size_t k = static_cast<size_t>(std::min<uint64_t>(n, cap_ - len_));
-    std::memset(buf_.get() + len_, 0, k);
+    std::memset(buf_.data() + len_, 0, k);
     len_ += k;
     n -= k;
   }
@@ -165,7 +146,7 @@ Status FileWriter::TruncateTo(uint64_t size) {
   uint64_t new_base = direct_ ? size / kBlock * kBlock : size;
   size_t keep = static_cast<size_t>(size - new_base);
   if (keep > 0) {
-    ssize_t r = ::pread(fd_.get(), buf_.get(), kBlock, static_cast<off_t>(new_base));
+    ssize_t r = ::pread(fd_.get(), buf_.data(), kBlock, static_cast<off_t>(new_base));
     if (r < static_cast<ssize_t>(keep))
       return Status::FromErrno(r < 0 ? errno : EIO, name_ + ": reread");
   }

@@ -22,6 +22,7 @@
 #include <string>
 #include <string_view>
 
+#include "src/aligned_buffer.h"
 #include "src/fd.h"
 #include "src/status.h"
 
@@ -57,16 +58,13 @@ class FileWriter {
   bool direct() const { return direct_; }
 
  private:
-  struct Free {
-    void operator()(char* p) const { std::free(p); }
-  };
   struct Async;               // background writer for direct mode
   Status WriteOut(size_t n);  // writes buf_[0, n) at base_, shifts the rest down
   Status Drain();             // waits for the background write; returns its status
 
   OwnedFd fd_;
   std::string name_;
-  std::unique_ptr<char, Free> buf_;
+  AlignedBuffer buf_;
   size_t cap_;
   size_t len_ = 0;
   uint64_t base_ = 0;  // file offset of buf_[0]

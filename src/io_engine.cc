@@ -28,14 +28,6 @@ Status ErrnoStatus(ssize_t result, std::string_view what) {
   return Status::FromErrno(static_cast<int>(-result), what);
 }
 
-AlignedBuffer::AlignedBuffer(size_t size, size_t align) : size_(size) {
-  void* p = nullptr;
-  if (::posix_memalign(&p, align, size ? size : align) != 0) throw std::bad_alloc();
-  p_ = static_cast<char*>(p);
-}
-
-AlignedBuffer::~AlignedBuffer() { std::free(p_); }
-
 namespace {
 
 // Completes requests at Queue time; Reap hands them back.
@@ -50,6 +42,7 @@ class SyncEngineBase : public IoEngine {
     }
     r->result = Do(*r);
     done_.push_back(r);
+    NoteQueued(static_cast<unsigned>(done_.size()));
     return Status::Ok();
   }
   Result<unsigned> Submit() override { return 0u; }
@@ -59,6 +52,7 @@ class SyncEngineBase : public IoEngine {
       out[n++] = done_.front();
       done_.pop_front();
     }
+    NoteReaped(n);
     return n;
   }
 

@@ -1,6 +1,7 @@
 // IO engines, shaped like fio's ops table (fio ioengines.h): Queue / Submit / Reap, with
-// capability flags. The benchmark (dsbench), and later the packer and the sync tool, drive
-// storage through this layer, so a result measured by dsbench is what the tools can do.
+// capability flags. Whatever keeps many reads in flight goes through this layer: dsbench's io
+// jobs, the batched sample read of every layout (LayoutReader::ReadBatch), and dssync's chunk
+// copy; so a result measured by dsbench is what the tools can do.
 //
 //   psync     pread/pwrite, completed inside Queue (fio's "psync"); always available
 //   io_uring  liburing; Submit hands what is queued to the kernel at once, Reap waits once and
@@ -15,8 +16,10 @@
 // result is the byte count (possibly short: at EOF, or a partial transfer) or -errno.
 // ErrnoStatus converts a -errno result into a Status in one place.
 // O_DIRECT is the caller's business: open the fd with it and pass buffers and offsets aligned to
-// the device's logical block size (AlignedBuffer helps).
+// the device's logical block size (AlignedBuffer, src/aligned_buffer.h).
 // Thread-safety: an engine is used by one thread (one engine per worker, as fio does).
+// Counters: every engine counts requests queued and reaped and the peak number in flight (for a
+// synchronous engine, queued but not yet reaped), so a caller can show its queue depth.
 #pragma once
 
 #include <sys/types.h>
@@ -28,6 +31,7 @@
 #include <string>
 #include <string_view>
 
+#include "src/aligned_buffer.h"
 #include "src/status.h"
 
 namespace ds {
@@ -47,6 +51,12 @@ struct IoRequest {
 enum EngineFlag : unsigned {
   kEngineSync = 1u << 0,    // Queue completes the request (no real queue depth)
   kEngineMemcpy = 1u << 1,  // no syscall per IO (mmap): O_DIRECT does not apply
+};
+
+struct EngineCounters {
+  uint64_t queued = 0;
+  uint64_t reaped = 0;
+  unsigned peak_inflight = 0;
 };
 
 struct EngineOptions {
@@ -74,6 +84,17 @@ class IoEngine {
   // inside buffers[i]; the kernel pins them once instead of per IO). Before any Queue.
   virtual Status RegisterFiles(std::span<const int> fds);
   virtual Status RegisterBuffers(std::span<const std::span<char>> buffers);
+  const EngineCounters& counters() const { return counters_; }
+
+ protected:
+  void NoteQueued(unsigned inflight_now) {
+    counters_.queued++;
+    if (inflight_now > counters_.peak_inflight) counters_.peak_inflight = inflight_now;
+  }
+  void NoteReaped(size_t n) { counters_.reaped += n; }
+
+ private:
+  EngineCounters counters_;
 };
 
 // name: "psync", "io_uring" or "mmap". io_uring that the kernel refuses (old kernel, seccomp)
@@ -86,22 +107,6 @@ Status ErrnoStatus(ssize_t result, std::string_view what);
 // Reads [offset, offset+len) through the engine, requeueing short reads until done or EOF.
 // Returns the bytes read (less than len only at EOF).
 Result<size_t> EngineReadFull(IoEngine& engine, int fd, void* buf, size_t len, uint64_t offset);
-
-// A buffer aligned for O_DIRECT (4 KiB), not zero-filled.
-class AlignedBuffer {
- public:
-  explicit AlignedBuffer(size_t size, size_t align = 4096);
-  ~AlignedBuffer();
-  AlignedBuffer(AlignedBuffer&& o) noexcept : p_(o.p_), size_(o.size_) { o.p_ = nullptr; }
-  AlignedBuffer(const AlignedBuffer&) = delete;
-  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
-  char* data() { return p_; }
-  size_t size() const { return size_; }
-
- private:
-  char* p_ = nullptr;
-  size_t size_ = 0;
-};
 
 namespace internal {
 Result<std::unique_ptr<IoEngine>> MakeIoUringEngine(const EngineOptions& options);

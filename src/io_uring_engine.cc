@@ -2,6 +2,7 @@
 #include <liburing.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -13,7 +14,12 @@ namespace {
 class IoUringEngine : public IoEngine {
  public:
   explicit IoUringEngine(unsigned depth) : depth_(depth) {}
-  ~IoUringEngine() override { io_uring_queue_exit(&ring_); }
+  // Only a ring that io_uring_queue_init_params set up is torn down: liburing 2.3's
+  // io_uring_queue_exit on a zeroed ring closes its ring_fd, which is 0 (stdin, or whatever file
+  // another thread was given as descriptor 0).
+  ~IoUringEngine() override {
+    if (ring_ready_) io_uring_queue_exit(&ring_);
+  }
 
   Status Init(bool sqpoll) {
     io_uring_params p;
@@ -41,11 +47,13 @@ class IoUringEngine : public IoEngine {
       rc = io_uring_queue_init_params(depth_, &ring_, &p);
     }
     if (rc < 0) {
+      ring_ = io_uring{};
       return Status(Code::kUnsupported,
                     std::string("io_uring unavailable: ") + std::strerror(-rc) +
                         (rc == -EPERM ? " (blocked by seccomp or kernel.io_uring_disabled?)" : ""),
                     -rc);
     }
+    ring_ready_ = true;
     return Status::Ok();
   }
 
@@ -100,6 +108,7 @@ class IoUringEngine : public IoEngine {
     if (fixed_file) sqe->flags |= IOSQE_FIXED_FILE;
     io_uring_sqe_set_data(sqe, r);
     inflight_++;
+    NoteQueued(inflight_);
     return Status::Ok();
   }
 
@@ -117,20 +126,30 @@ class IoUringEngine : public IoEngine {
     return ready;
   }
 
+  // Drains every ready completion in one batch (io_uring_peek_batch_cqe, one CQ-head update
+  // for the lot), and waits in the kernel only while fewer than `min` have been taken.
   Result<size_t> Reap(size_t min, std::span<IoRequest*> out) override {
     DS_RETURN_IF_ERROR(Submit().status());  // anything queued but not yet submitted
     size_t n = 0;
+    io_uring_cqe* cqes[kReapBatch];
     while (n < out.size()) {
+      auto want = static_cast<unsigned>(std::min<size_t>(out.size() - n, kReapBatch));
+      unsigned got = io_uring_peek_batch_cqe(&ring_, cqes, want);
+      for (unsigned k = 0; k < got; k++) {
+        auto* r = static_cast<IoRequest*>(io_uring_cqe_get_data(cqes[k]));
+        r->result = cqes[k]->res;  // bytes or -errno, as IoRequest promises
+        out[n++] = r;
+      }
+      io_uring_cq_advance(&ring_, got);
+      inflight_ -= got;
+      NoteReaped(got);
+      if (got > 0) continue;  // more may have landed meanwhile
+      if (n >= min) break;
       io_uring_cqe* cqe = nullptr;
-      int rc = n < min ? io_uring_wait_cqe(&ring_, &cqe) : io_uring_peek_cqe(&ring_, &cqe);
-      if (rc == -EAGAIN || (rc == 0 && !cqe)) break;  // nothing more ready
-      if (rc == -EINTR) continue;
-      if (rc < 0) return Status::FromErrno(-rc, "io_uring_wait_cqe");
-      auto* r = static_cast<IoRequest*>(io_uring_cqe_get_data(cqe));
-      r->result = cqe->res;  // bytes or -errno, as IoRequest promises
-      io_uring_cqe_seen(&ring_, cqe);
-      inflight_--;
-      out[n++] = r;
+      int rc = io_uring_wait_cqe_nr(&ring_, &cqe, static_cast<unsigned>(min - n));
+      if (rc < 0 && rc != -EINTR && rc != -EAGAIN && rc != -ETIME) {
+        return Status::FromErrno(-rc, "io_uring_wait_cqe");
+      }
     }
     return n;
   }
@@ -141,6 +160,8 @@ class IoUringEngine : public IoEngine {
   std::vector<int> files_;  // registered fds, by index
   size_t buffers_ = 0;      // registered buffers
   io_uring ring_{};
+  bool ring_ready_ = false;  // io_uring_queue_init_params succeeded: the destructor tears down
+  static constexpr unsigned kReapBatch = 64;
 };
 
 }  // namespace

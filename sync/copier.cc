@@ -11,6 +11,7 @@
 #include <mutex>
 #include <thread>
 
+#include "src/aligned_buffer.h"
 #include "src/checksum.h"
 #include "src/fd.h"
 #include "sync/committer.h"
@@ -24,24 +25,6 @@ std::string TmpRel(const std::string& rel) {
 }
 
 namespace {
-
-struct FreeBuf {
-  void operator()(char* p) const { std::free(p); }
-};
-
-Status PwriteFull(int fd, const char* p, size_t n, uint64_t off, const std::string& what) {
-  while (n > 0) {
-    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(off));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, fmt::format("{}: write at offset {}", what, off));
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
-    off += static_cast<uint64_t>(w);
-  }
-  return Status::Ok();
-}
 
 constexpr size_t kAllChunks = ~size_t{0};  // a task copying every chunk of a file in order
 
@@ -113,7 +96,7 @@ class Engine {
   }
 
   void Work() {
-    std::unique_ptr<char, FreeBuf> buf(static_cast<char*>(std::aligned_alloc(4096, kBufferSize)));
+    AlignedBuffer buf(kBufferSize);
     for (;;) {
       size_t t = next_.fetch_add(1);
       if (t >= tasks_.size()) return;
@@ -122,12 +105,12 @@ class Engine {
       Status st = abort_ ? Status(Code::kIOError, s.f->rel +
                                                       ": not copied (the run stopped "
                                                       "after an earlier error)")
-                         : Chunk(&s, k, buf.get());
+                         : Chunk(&s, k, buf.data());
       if (!st.ok()) {
         std::lock_guard<std::mutex> lock(s.mu);
         if (s.error.ok()) s.error = st;
       }
-      if (s.left.fetch_sub(1) == 1) Finish(i, buf.get());
+      if (s.left.fetch_sub(1) == 1) Finish(i, buf.data());
     }
   }
 
@@ -199,12 +182,12 @@ class Engine {
       h->Update(buf, n);
       if (whole != nullptr) whole->Update(buf, n);
       if (o_.bucket != nullptr) o_.bucket->Acquire(n);
-      size_t direct = s->dst_direct.valid() ? (n & ~size_t{4095}) : 0;
+      size_t direct = s->dst_direct.valid() ? (n & ~(kDirectAlign - 1)) : 0;
       if (direct > 0) {
-        DS_RETURN_IF_ERROR(PwriteFull(s->dst_direct.get(), buf, direct, off + done, s->tmp));
+        DS_RETURN_IF_ERROR(WriteFullAt(s->dst_direct.get(), buf, direct, off + done, s->tmp));
       }
       DS_RETURN_IF_ERROR(
-          PwriteFull(s->dst.get(), buf + direct, n - direct, off + done + direct, s->tmp));
+          WriteFullAt(s->dst.get(), buf + direct, n - direct, off + done + direct, s->tmp));
       if (o_.bytes_done != nullptr) *o_.bytes_done += n;
       done += n;
     }
