@@ -9,7 +9,7 @@
 
 #include "bench/stop.h"
 #include "formats/layout.h"
-#include "formats/zip.h"
+#include "formats/sources/zip.h"
 #include "pack/packer.h"
 #include "src/human.h"
 

@@ -1,7 +1,7 @@
 // `dsbench compare SRC_DIR` (docs/dsbench.md#compare): one dataset, every layout, the same job.
 //
 // 1. Build: each requested layout of the tree SRC_DIR is written under WORK_DIR through the packer
-//    library (pack/packer.h; zip through formats/zip.h). "dir" is SRC_DIR itself.
+//    library (pack/packer.h; zip through formats/sources/zip.h). "dir" is SRC_DIR itself.
 // 2. Replay: the same job (bench/replay.h) against each layout, for each cache state (cold:
 //    evicted before every epoch; warm: one priming epoch, then the measured ones), each worker
 //    count, on local storage and, with a slow file system, through it (bench/slowfs.h).

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "formats/global_index.h"
-#include "formats/native_format.h"
-#include "formats/native_shard.h"
+#include "formats/native/global_index.h"
+#include "formats/native/native_format.h"
+#include "formats/native/native_shard.h"
 #include "src/checksum.h"
 #include "src/random.h"
 

@@ -11,7 +11,7 @@
 #include <mutex>
 #include <thread>
 
-#include "formats/zip.h"
+#include "formats/sources/zip.h"
 #include "src/fd.h"
 
 namespace ds::bench {

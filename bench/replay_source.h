@@ -5,7 +5,7 @@
 //                      positioned read per sample), as a WebDataset, tf.data, MXNet or
 //                      python-lmdb loader does;
 //   a zip file         central directory once, then per member the local header + data +
-//                      inflate + CRC check, as Python's zipfile does (formats/zip.h; the
+//                      inflate + CRC check, as Python's zipfile does (formats/sources/zip.h; the
 //                      archive is opened once per worker, as by a zipfile-based Dataset).
 // It also knows the files that hold the dataset, to evict them from the page cache (fadvise
 // DONTNEED, as fio's invalidate=1) and to measure how much of them is resident (mincore), so a
@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "formats/dir_source.h"
+#include "formats/sources/dir_source.h"
 #include "formats/layout.h"
 #include "src/status.h"
 

@@ -1,19 +1,22 @@
 // One reader and one writer interface for every dataset layout dspack writes and reads:
 // native shards (docs/formats/native.md), WebDataset tar (wds.md), TFRecord (tfrecord.md),
-// MXNet RecordIO (recordio.md) and LMDB (lmdb.md).
+// MXNet RecordIO (recordio.md) and LMDB (lmdb.md). The registry (formats/registry.h) maps a
+// Format to its reader and writer; callers above formats/ use only this header, layout_options.h
+// and shard_assignment.h, and never name a metadata file.
 //
 // LayoutWriter: samples are added in order, either whole (Add) or streamed (BeginSample with the
 // field sizes, AppendData with the payload bytes of all fields in order, EndSample). Finish()
 // commits the dataset (its metadata file is written last, by atomic rename); Abandon() or
 // destruction without Finish() removes every file the writer created, so a failed run leaves
-// nothing under a final name. Single-threaded. Resume (BeginRun/ResumeRun) is native-only; the
-// other writers refuse `resume` at creation.
+// nothing under a final name. Single-threaded. A writer that can continue an interrupted run
+// also implements ResumableWriter (native today); resumable() hands it out.
 //
 // LayoutReader: enumerate (size), random access by sample number (Get/Head; every layout gets an
-// in-memory table of where each sample is, from its index or from one scan at open), and
-// sequential streaming (Get in increasing order reads each shard front to back). Get and Head are
-// thread-safe. Every corruption is a Status of code kCorruption whose message names the file,
-// the offset and, when readable, the key; nothing crashes on bad bytes.
+// in-memory table of where each sample is, from its index or from one scan at open), sequential
+// streaming (Get in increasing order reads each shard front to back), and ReadBatch: many samples
+// with many reads in flight through an IO engine. Get, Head and ReadBatch are thread-safe. Every
+// corruption is a Status of code kCorruption whose message names the file, the offset and, when
+// readable, the key; nothing crashes on bad bytes.
 #pragma once
 
 #include <cstdint>
@@ -28,27 +31,15 @@
 #include <unordered_map>
 #include <vector>
 
+#include "formats/format.h"
+#include "formats/layout_options.h"
 #include "formats/sample.h"
 #include "src/status.h"
 
 namespace ds {
 
-enum class Format { kNative, kWds, kTfrecord, kRecordio, kLmdb };
-
-// "native", "wds", "tfrecord", "recordio", "lmdb".
-std::string_view FormatName(Format f);
-Result<Format> ParseFormat(std::string_view name);
-
-struct LayoutOptions {
-  uint64_t shard_size = 256ull << 20;
-  uint32_t align = 1;  // native only
-  bool force = false;  // replace an existing dataset in OUT (only dspack's own files)
-  bool resume = false;
-  std::string lmdb_layout = "field";    // "field" or "sample" (docs/formats/lmdb.md)
-  bool wds_dali_index = false;          // also write DALI wds2idx sidecars
-  uint64_t lmdb_map_size = 1ull << 30;  // first LMDB map size; doubled on MDB_MAP_FULL
-  nlohmann::json creation_options = nlohmann::json::object();
-};
+class IoEngine;  // src/io_engine.h
+class ResumableWriter;
 
 struct LayoutSummary {
   uint64_t samples = 0;
@@ -66,6 +57,12 @@ class LayoutWriter {
   virtual Status EndSample() = 0;
   virtual void CancelSample() = 0;  // drops the sample in progress
   Status Add(const Sample& sample);
+  // Whether this layout can store a sample with this key and fields (its limits: key length,
+  // field count, name lengths); checked by the caller before BeginSample, so that a refusal is
+  // bad input about that sample, not a broken writer. Default: no limits.
+  virtual Status CheckSample(std::string_view, std::span<const FieldInfo>) const {
+    return Status::Ok();
+  }
 
   virtual void AddSkipped(std::string_view path, std::string_view error) = 0;
   virtual void SetClasses(std::vector<std::string> names, std::string label_field) = 0;
@@ -75,18 +72,33 @@ class LayoutWriter {
   virtual Status Finish(LayoutSummary* summary) = 0;
   virtual void Abandon() = 0;
 
-  // Resume protocol (native only, see formats/native_dataset.h).
-  virtual bool already_complete() const { return false; }
-  virtual Status BeginRun(const nlohmann::json&) { return Status::Ok(); }
-  virtual Result<uint64_t> ResumeRun(const nlohmann::json&);
-  virtual void SetSourcePosition(uint64_t) {}
-  virtual uint64_t restored_skipped() const { return 0; }
+  // The resume capability, or null when this layout cannot continue an interrupted run.
+  virtual ResumableWriter* resumable() { return nullptr; }
 };
 
-// Creates OUT (if missing) and a writer for format f. Refuses an OUT holding a dataset unless
-// options.force, and an OUT holding anything else.
-Result<std::unique_ptr<LayoutWriter>> CreateLayoutWriter(Format f, const std::string& out,
-                                                         const LayoutOptions& options);
+// Continuing an interrupted write (docs/formats/native.md#crash-safety-and-resume). The caller
+// records its run (everything that determines the output: source fingerprint and options) with
+// BeginRun on a fresh write, or checks it against the recorded one with ResumeRun, which returns
+// the source position to continue from; it reports that position with SetSourcePosition before
+// each source item, so that a checkpoint knows where the source was.
+// Resume is per writer today: one writer owns OUT's run record and journal. A partitioned write
+// (several writers, one commit) would journal per partition; nothing here assumes otherwise.
+class ResumableWriter {
+ public:
+  virtual ~ResumableWriter() = default;
+  // Resume found a finished dataset made with the same options: nothing to do.
+  virtual bool already_complete() const = 0;
+  virtual Status BeginRun(const nlohmann::json& run) = 0;
+  virtual Result<uint64_t> ResumeRun(const nlohmann::json& run) = 0;
+  virtual void SetSourcePosition(uint64_t pos) = 0;
+  // Inputs skipped before the run resumed (restored from the journal).
+  virtual uint64_t restored_skipped() const = 0;
+};
+
+// Creates OUT (if missing, PrepareOutputDir in formats/out_dir.h) and a writer for the layout of
+// `options` (FormatOf), after Validate(options).
+Result<std::unique_ptr<LayoutWriter>> CreateLayoutWriter(const std::string& out,
+                                                         const WriterOptions& options);
 
 // Key and field sizes of one sample, without its bytes.
 struct SampleHead {
@@ -114,6 +126,38 @@ struct LayoutVerifyReport {
 };
 using LayoutProgress = std::function<void(uint64_t samples, uint64_t bytes)>;
 
+// A file of a dataset as its metadata lists it: what dssync stages and checks while it copies.
+struct DatasetFile {
+  std::string name;  // relative to the dataset directory
+  uint64_t size = 0;
+  uint64_t samples = 0;  // shards: how many samples, from which sample number on
+  uint64_t first_sample = 0;
+  std::optional<uint64_t> xxh3;  // XXH3-64 of the whole file, when the metadata records it
+};
+struct DatasetFiles {
+  std::string commit_point;           // the metadata file written last (the dataset's manifest)
+  std::vector<DatasetFile> shards;    // in sample order
+  std::vector<DatasetFile> metadata;  // index, classes, ... with hashes where recorded
+};
+
+// A shard and the samples it holds: [first_sample, first_sample + samples).
+struct ShardRange {
+  std::string file;  // relative to the dataset path
+  uint64_t bytes = 0;
+  uint64_t first_sample = 0;
+  uint64_t samples = 0;
+};
+
+struct BatchReadOptions {
+  unsigned inflight = 32;  // reads outstanding at once (K)
+  bool allow_io_uring = true;
+};
+struct BatchReadStats {
+  std::string engine;          // "io_uring", or "threads" (no extents, or io_uring refused)
+  uint64_t reads = 0;          // read requests issued (short reads requeued count again)
+  unsigned peak_inflight = 0;  // the most reads outstanding at once
+};
+
 class LayoutReader {
  public:
   virtual ~LayoutReader() = default;
@@ -138,6 +182,39 @@ class LayoutReader {
                                const std::function<Status(size_t, std::string_view)>& fn) const;
   // Checks every byte the layout lets us check; corruption goes to report->problems.
   virtual Status Verify(LayoutVerifyReport* report, const LayoutProgress& progress) const;
+  // `info` as aligned "key: value" lines (default: from Info()).
+  virtual std::string InfoText() const;
+  // The dataset's own files with sizes and hashes (ListDatasetFiles of the directory); an empty
+  // list for foreign data that has no dspack metadata.
+  virtual Result<DatasetFiles> Files() const;
+  // Payload bytes of every sample, from the index or the open-time table where the layout has one
+  // (default: Head of each sample).
+  virtual Result<std::vector<uint64_t>> SampleSizes() const;
+  // The shards in sample order with the sample range each holds (default: from Locate).
+  virtual Result<std::vector<ShardRange>> ShardRanges() const;
+
+  // Reads samples `indices` (any order, repeats allowed): (*out)[j] is sample indices[j]. A layout
+  // with sample extents (one contiguous byte range per sample) keeps options.inflight reads
+  // outstanding through an io_uring engine (src/io_engine.h) and decodes each as it lands; one
+  // without (LMDB: a memory map), or where io_uring is refused, reads with options.inflight
+  // threads. Checksums are checked as by Get; the first error is returned and ends the batch.
+  // REQUIRES: every index < size().
+  Status ReadBatch(std::span<const uint64_t> indices, const BatchReadOptions& options,
+                   std::vector<Sample>* out, BatchReadStats* stats = nullptr) const;
+
+ protected:
+  struct SampleExtent {
+    int fd = -1;  // owned by the reader
+    uint64_t offset = 0;
+    uint64_t length = 0;
+  };
+  // Whether Extent/DecodeExtent are implemented.
+  virtual bool has_extents() const { return false; }
+  // Where sample i's bytes lie: one contiguous range holding everything DecodeExtent needs.
+  virtual Result<SampleExtent> Extent(uint64_t i) const;
+  // Sample i from exactly the bytes of its extent (checksums checked, as Get does).
+  virtual Result<Sample> DecodeExtent(uint64_t i, const SampleExtent& e,
+                                      std::string_view bytes) const;
 
  protected:
   std::string path_;
@@ -145,9 +222,27 @@ class LayoutReader {
   std::vector<std::string> classes_;
 
  private:
+  Status ReadBatchEngine(IoEngine& engine, std::span<const uint64_t> indices,
+                         std::vector<Sample>* out, BatchReadStats* stats) const;
+  Status ReadBatchThreads(std::span<const uint64_t> indices, unsigned threads,
+                          std::vector<Sample>* out, BatchReadStats* stats) const;
+
   mutable std::mutex keys_mu_;
   mutable std::unique_ptr<std::unordered_map<std::string, uint64_t>> keys_;
 };
+
+// The files a dataset directory's metadata lists, read without opening the data (a damaged
+// index or shard is dssync's to find, by hash); nullopt for a directory without dspack metadata
+// (foreign shards, a plain tree). kCorruption when the metadata is unreadable.
+Result<std::optional<DatasetFiles>> ListDatasetFiles(const std::string& dir);
+// Whether a file name is one of the layouts' metadata files (commit points, index, classes,
+// sidecars *.idx and *.lst) rather than data.
+bool IsLayoutMetadataName(std::string_view name);
+
+// Every check `dspack verify` makes, for any layout. A dataset too damaged to open is one
+// problem in the report (not an error); errors are for what is not a dataset at all.
+Status VerifyLayout(const std::string& path, LayoutVerifyReport* report,
+                    const LayoutProgress& progress);
 
 // Opens the dataset at `path` in whichever layout it is (detection: docs/formats/README.md).
 Result<std::unique_ptr<LayoutReader>> OpenLayout(const std::string& path);

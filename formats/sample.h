@@ -19,6 +19,7 @@ namespace ds {
 struct Field {
   std::string name;
   std::string data;
+  bool operator==(const Field&) const = default;
 };
 
 struct Sample {

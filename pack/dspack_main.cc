@@ -16,8 +16,20 @@
 
 namespace {
 
+// The library's option fields (src/status.h, RenderOptionNames) as this CLI's flags.
+constexpr ds::OptionName kFlags[] = {
+    {"existing=replace", "--force"}, {"existing=resume", "--resume"},
+    {"shard_size", "--shard-size"},  {"align", "--align"},
+    {"lmdb_layout", "--lmdb-layout"}, {"lmdb_layout=sample", "--lmdb-layout sample"},
+    {"dali_index", "--wds-dali-index"}, {"lmdb_map_size", "the LMDB map size"},
+    {"label_from_dir", "--label-from-dir"}, {"exclude", "--exclude"},
+    {"shuffle_seed", "--shuffle-seed"}, {"max_expansion", "--max-expansion"},
+    {"field", "--field"},
+};
+
 int Fail(const ds::Status& s) {
-  std::fprintf(stderr, "dspack: %s\n", ds::EscapeBytes(s.message()).c_str());
+  std::string msg = ds::RenderOptionNames(s.message(), kFlags);
+  std::fprintf(stderr, "dspack: %s\n", ds::EscapeBytes(msg).c_str());
   return ds::ExitCode(s);
 }
 
@@ -66,7 +78,8 @@ int main(int argc, char** argv) try {
 
   // convert
   ds::ConvertOptions co;
-  std::string shard_size = "256MiB", align = "1", on_error = "fail", format = "native";
+  std::string shard_size, align, lmdb_layout, on_error = "fail", format = "native";
+  bool dali_index = false, force = false, resume = false;
   uint64_t seed = 0;
   bool quiet = false, json = false;
   co.threads = 64;
@@ -82,19 +95,19 @@ int main(int argc, char** argv) try {
                    "(MXNet); docs/formats/")
       ->check(CLI::IsMember({"native", "lmdb", "wds", "tfrecord", "recordio"}))
       ->capture_default_str();
-  conv->add_option("--lmdb-layout", co.lmdb_layout,
-                   "lmdb: 'field' (a key per field, plain bytes) or 'sample' (a value per sample)")
-      ->check(CLI::IsMember({"field", "sample"}))
-      ->capture_default_str();
-  conv->add_flag("--wds-dali-index", co.wds_dali_index,
+  conv->add_option("--lmdb-layout", lmdb_layout,
+                   "lmdb: 'field' (a key per field, plain bytes; default) or 'sample' (a value per "
+                   "sample)")
+      ->check(CLI::IsMember({"field", "sample"}));
+  conv->add_flag("--wds-dali-index", dali_index,
                  "wds: also write a DALI wds2idx index (.idx) next to each shard");
-  conv->add_option("--shard-size", shard_size, "Target shard size, e.g. 256MiB, 1GB")
-      ->capture_default_str();
+  conv->add_option("--shard-size", shard_size,
+                   "Target shard size, e.g. 256MiB (the default), 1GB; native, wds, tfrecord, "
+                   "recordio");
   conv->add_option("--threads", co.threads,
                    "Files read in parallel: operations in flight, which hide storage latency")
       ->capture_default_str();
-  conv->add_option("--align", align, "Align record starts, e.g. 4k (1 = none)")
-      ->capture_default_str();
+  conv->add_option("--align", align, "native: align record starts, e.g. 4k (default 1: none)");
   conv->add_flag("--label-from-dir", co.label_from_dir,
                  "Add a 'cls' field: index of the top-level class folder (writes classes.txt)");
   conv->add_option("--include", co.include, "Only files matching this glob (repeatable)");
@@ -107,8 +120,8 @@ int main(int argc, char** argv) try {
   conv->add_option("--max-expansion", co.max_expansion,
                    "Archives: refuse entries expanding beyond this ratio (zip bombs)")
       ->capture_default_str();
-  auto* force_opt = conv->add_flag("--force", co.force, "Replace a dataset already in OUT");
-  conv->add_flag("--resume", co.resume,
+  auto* force_opt = conv->add_flag("--force", force, "Replace a dataset already in OUT");
+  conv->add_flag("--resume", resume,
                  "Finish an interrupted convert into OUT (same SRC and options)")
       ->excludes(force_opt);
   conv->add_flag("-q,--quiet", quiet, "No progress bar, no summary");
@@ -156,14 +169,22 @@ int main(int argc, char** argv) try {
   io.progress = !io.quiet && !io.json;
   if (conv->parsed()) {
     int rc = 0;
-    uint64_t a = 1;
-    if (!SizeFlag(shard_size, "--shard-size", &co.shard_size, &rc) ||
-        !SizeFlag(align, "--align", &a, &rc)) {
-      return rc;
+    uint64_t v = 0;
+    if (!shard_size.empty()) {
+      if (!SizeFlag(shard_size, "--shard-size", &v, &rc)) return rc;
+      co.layout.shard_size = v;
     }
-    if (a > (1u << 30))
-      return Fail(ds::Status(ds::Code::kInvalidArgument, "--align: at most 1GiB"));
-    co.align = static_cast<uint32_t>(a == 0 ? 1 : a);
+    if (!align.empty()) {
+      if (!SizeFlag(align, "--align", &v, &rc)) return rc;
+      if (v > (1u << 30))
+        return Fail(ds::Status(ds::Code::kInvalidArgument, "--align: at most 1GiB"));
+      co.layout.align = static_cast<uint32_t>(v == 0 ? 1 : v);
+    }
+    if (!lmdb_layout.empty()) co.layout.lmdb_layout = *ds::ParseLmdbLayout(lmdb_layout);
+    co.layout.dali_index = dali_index;
+    co.existing = resume  ? ds::ExistingOutput::kResume
+                  : force ? ds::ExistingOutput::kReplace
+                          : ds::ExistingOutput::kRefuse;
     if (*seed_opt) co.shuffle_seed = seed;
     co.on_error = on_error == "skip" ? ds::OnError::kSkip : ds::OnError::kFail;
     co.format = *ds::ParseFormat(format);

@@ -10,15 +10,12 @@
 #include <nlohmann/json.hpp>
 
 #include "formats/layout.h"
-#include "formats/native_dataset.h"
-#include "formats/native_verify.h"
 #include "src/fd.h"
 #include "src/human.h"
 #include "src/progress.h"
 
 namespace ds {
 
-using native::Dataset;
 using nlohmann::json;
 
 namespace {
@@ -71,67 +68,13 @@ Result<OwnedFd> OpenParent(int root, const std::vector<std::string>& parts,
 
 }  // namespace
 
-// info for the interop layouts: the reader's facts, as JSON or as aligned "key: value" lines.
-static Status LayoutInfo(const std::string& dataset, const InspectOptions& o, std::FILE* out) {
-  DS_ASSIGN_OR_RETURN(auto r, OpenLayout(dataset));
-  json j = r->Info();
-  if (o.json) {
-    Print(out, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
-    return Status::Ok();
-  }
-  std::string s;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    std::string v = it->is_string() ? it->get<std::string>() : it->dump();
-    if (it.key() == "labels" && !it->is_null()) {
-      v = fmt::format("field '{}', {} classes (classes.txt)", r->label_field(), it->dump());
-    }
-    if (it.key() == "payload_bytes" || it.key() == "total_bytes") v = FormatBytes(*it);
-    s += fmt::format("{:<14} {}\n", it.key() + ":", v);
-  }
-  Print(out, s);
-  return Status::Ok();
-}
-
 Status Info(const std::string& dataset, const InspectOptions& o, std::FILE* out) {
-  if (DetectLayout(dataset).value_or(Format::kNative) != Format::kNative) {
-    return LayoutInfo(dataset, o, out);
-  }
-  DS_ASSIGN_OR_RETURN(auto ds, Dataset::Open(dataset));
-  const auto& m = ds->manifest();
-  uint64_t total = m.index.size;
-  for (const auto& s : m.shards) total += s.size;
+  DS_ASSIGN_OR_RETURN(auto r, OpenLayout(dataset));
   if (o.json) {
-    json j = {{"path", dataset},
-              {"format", native::kFormatName},
-              {"version", m.version},
-              {"samples", m.samples},
-              {"shards", m.shards.size()},
-              {"payload_bytes", m.payload_bytes},
-              {"total_bytes", total},
-              {"align", m.align},
-              {"shard_size", m.shard_size},
-              {"labels", m.label_field.empty() ? json(nullptr) : json(m.class_count)},
-              {"skipped", m.skipped.size()},
-              {"created_by", m.created_by},
-              {"options", m.options}};
-    Print(out, j.dump(2, ' ', false, json::error_handler_t::replace) + "\n");
-    return Status::Ok();
+    Print(out, r->Info().dump(2, ' ', false, json::error_handler_t::replace) + "\n");
+  } else {
+    Print(out, r->InfoText());
   }
-  std::string s;
-  s += fmt::format("dataset:   {}\n", dataset);
-  s += fmt::format("format:    {} v{} ({})\n", native::kFormatName, m.version, m.created_by);
-  s += fmt::format("samples:   {}\n", m.samples);
-  s += fmt::format("shards:    {} (target {}, records aligned to {} B)\n", m.shards.size(),
-                   FormatBytes(m.shard_size), m.align);
-  s += fmt::format("payload:   {} ({} on disk with headers, padding and index)\n",
-                   FormatBytes(m.payload_bytes), FormatBytes(total));
-  if (!m.label_field.empty()) {
-    s += fmt::format("labels:    field '{}', {} classes ({})\n", m.label_field, m.class_count,
-                     native::kClassesName);
-  }
-  if (!m.skipped.empty())
-    s += fmt::format("skipped:   {} inputs (see manifest.json)\n", m.skipped.size());
-  Print(out, s);
   return Status::Ok();
 }
 
@@ -171,7 +114,7 @@ Status Cat(const std::string& dataset, const std::string& key, const std::string
   if (want == h.fields.size()) {
     return Status(
         Code::kInvalidArgument,
-        fmt::format("key '{}' has fields {}; choose one with --field", EscapeBytes(key), names));
+        fmt::format("key '{}' has fields {}; choose one with `field`", EscapeBytes(key), names));
   }
   DS_ASSIGN_OR_RETURN(Sample s, ds->Get(*found));  // checks the data checksum before output
   const std::string& data = s.fields[want].data;
@@ -276,21 +219,7 @@ Status Verify(const std::string& dataset, const InspectOptions& o, std::FILE* ou
   {
     Progress progress(o.progress, "records", 0);
     auto update = [&](uint64_t recs, uint64_t bytes) { progress.Update(recs, bytes); };
-    if (DetectLayout(dataset).value_or(Format::kNative) == Format::kNative) {
-      native::VerifyReport v;
-      DS_RETURN_IF_ERROR(native::VerifyDataset(dataset, &v, update));
-      r = {v.shards, v.records, v.bytes, std::move(v.problems)};
-    } else {
-      // A layout whose structure is broken (truncated, bad magic) fails to open: that is the
-      // problem to report, not a reason to stop.
-      auto reader = OpenLayout(dataset);
-      if (!reader.ok() && reader.status().code() != Code::kCorruption) return reader.status();
-      if (!reader.ok()) {
-        r.problems.push_back(reader.status().message());
-      } else {
-        DS_RETURN_IF_ERROR((*reader)->Verify(&r, update));
-      }
-    }
+    DS_RETURN_IF_ERROR(VerifyLayout(dataset, &r, update));
   }
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (o.json) {

@@ -10,9 +10,8 @@
 #include <cstdlib>
 #include <memory>
 
-#include "formats/archive_source.h"
-#include "formats/native_dataset.h"
-#include "formats/source.h"
+#include "formats/sources/archive_source.h"
+#include "formats/sources/source.h"
 #include "src/checksum.h"
 #include "src/fd.h"
 #include "src/human.h"
@@ -73,7 +72,7 @@ struct Labels {
     for (const auto& n : names) {
       if (n.find('\n') != std::string::npos) {
         return Status(Code::kBadInput, fmt::format("class folder '{}' has a newline in its name; "
-                                                   "rename it or drop --label-from-dir",
+                                                   "rename it or drop `label_from_dir`",
                                                    EscapeBytes(n)));
       }
     }
@@ -83,8 +82,8 @@ struct Labels {
     auto slash = key.find('/');
     if (slash == std::string_view::npos) {
       return Status(Code::kBadInput, fmt::format("{}: not inside a class folder, so "
-                                                 "--label-from-dir cannot label it; move it into "
-                                                 "one or --exclude it",
+                                                 "`label_from_dir` cannot label it; move it into "
+                                                 "one or `exclude` it",
                                                  EscapeBytes(key)));
     }
     auto it = std::lower_bound(names.begin(), names.end(), key.substr(0, slash));
@@ -111,23 +110,14 @@ class Packer {
     }
     if (is_archive && o_.shuffle_seed) {
       return Status(Code::kInvalidArgument,
-                    "--shuffle-seed needs random access, which an archive does not give; convert "
-                    "it first, then shuffle the dataset: dspack convert " +
-                        o_.src + " TMP && dspack convert TMP OUT --shuffle-seed N");
+                    "`shuffle_seed` needs random access, which an archive does not give; convert " +
+                        o_.src + " first, then convert the result with `shuffle_seed`");
     }
-    if (o_.align != 1 && o_.format != Format::kNative) {
-      return Status(Code::kInvalidArgument, "--align works for --format native only");
-    }
-    LayoutOptions lopt;
-    lopt.shard_size = o_.shard_size;
-    lopt.align = o_.align;
-    lopt.force = o_.force;
-    lopt.resume = o_.resume;
-    lopt.lmdb_layout = o_.lmdb_layout;
-    lopt.wds_dali_index = o_.wds_dali_index;
-    lopt.creation_options = CreationOptions();
-    DS_ASSIGN_OR_RETURN(writer_, CreateLayoutWriter(o_.format, o_.out, lopt));
-    if (writer_->already_complete()) {
+    DS_ASSIGN_OR_RETURN(wopt_, MakeWriterOptions(o_.format, o_.layout, {o_.existing, {}}));
+    std::visit([&](auto& w) { w.creation_options = CreationOptions(); }, wopt_);
+    DS_ASSIGN_OR_RETURN(writer_, CreateLayoutWriter(o_.out, wopt_));
+    resumable_ = writer_->resumable();
+    if (resumable_ && resumable_->already_complete()) {
       r_->already_complete = true;
       return Status::Ok();
     }
@@ -169,22 +159,23 @@ class Packer {
                   {"samples", tree.sample_count()},
                   {"fingerprint", HexU64(tree.Fingerprint())}}}};
     uint64_t start = 0;
-    if (o_.resume) {
-      DS_ASSIGN_OR_RETURN(start, writer_->ResumeRun(run));
-    } else {
-      DS_RETURN_IF_ERROR(writer_->BeginRun(run));
+    if (resumable_ && o_.existing == ExistingOutput::kResume) {
+      DS_ASSIGN_OR_RETURN(start, resumable_->ResumeRun(run));
+    } else if (resumable_) {
+      DS_RETURN_IF_ERROR(resumable_->BeginRun(run));
     }
+    uint64_t restored = resumable_ ? resumable_->restored_skipped() : 0;
     r_->resumed_at = start;
-    r_->skipped = writer_->restored_skipped();
+    r_->skipped = restored;
     // Scan-time skips come first in the manifest; a resumed run restored them with the journal.
-    if (writer_->restored_skipped() == 0) {
+    if (restored == 0) {
       for (const auto& [path, st] : scan_skips) Skip(path, st);
     }
     auto carried = source_->labels();
     if (!carried.first.empty()) {
       if (o_.label_from_dir) {
         return Status(Code::kInvalidArgument,
-                      fmt::format("{} already carries labels (field '{}'); drop --label-from-dir",
+                      fmt::format("{} already carries labels (field '{}'); drop `label_from_dir`",
                                   o_.src, carried.first));
       }
       writer_->SetClasses(carried.second, carried.first);  // kept as they are, with classes.txt
@@ -202,7 +193,7 @@ class Packer {
     RunPipeline(start);
     progress_->Finish();
     if (!error_.ok()) return error_;
-    writer_->SetSourcePosition(tree.sample_count());
+    if (resumable_) resumable_->SetSourcePosition(tree.sample_count());
     LayoutSummary sum;
     DS_RETURN_IF_ERROR(writer_->Finish(&sum));
     r_->samples = sum.samples;
@@ -229,17 +220,27 @@ class Packer {
   }
 
   json CreationOptions() const {
-    json j = {{"source", o_.src},
-              {"shard_size", o_.shard_size},
-              {"align", o_.align},
+    // What determines the output, with each knob's effective value (a resume must match it).
+    json j = {{"source", o_.src}};
+    std::visit(
+        [&](const auto& w) {
+          if constexpr (requires { w.shard_size; }) j["shard_size"] = w.shard_size;
+        },
+        wopt_);
+    const auto* native = std::get_if<NativeOptions>(&wopt_);
+    j.update(json{{"align", native ? native->align : kDefaultAlign},
               {"label_from_dir", o_.label_from_dir},
               {"include", o_.include},
               {"exclude", o_.exclude},
-              {"on_error", o_.on_error == OnError::kFail ? "fail" : "skip"}};
+              {"on_error", o_.on_error == OnError::kFail ? "fail" : "skip"}});
     j["shuffle_seed"] = o_.shuffle_seed ? json(*o_.shuffle_seed) : json(nullptr);
     if (o_.format != Format::kNative) j["format"] = FormatName(o_.format);
-    if (o_.format == Format::kLmdb) j["lmdb_layout"] = o_.lmdb_layout;
-    if (o_.wds_dali_index) j["wds_dali_index"] = true;
+    if (const auto* lmdb = std::get_if<LmdbOptions>(&wopt_)) {
+      j["lmdb_layout"] = LmdbLayoutName(lmdb->layout);
+    }
+    if (const auto* wds = std::get_if<WdsOptions>(&wopt_); wds && wds->dali_index) {
+      j["wds_dali_index"] = true;
+    }
     return j;
   }
 
@@ -266,8 +267,7 @@ class Packer {
       DS_ASSIGN_OR_RETURN(label, labels_.Of(key));
       fields.push_back({"cls", label.size()});
     }
-    Status shape =
-        o_.format == Format::kNative ? native::CheckRecordShape(key, fields) : Status::Ok();
+    Status shape = writer_->CheckSample(key, fields);
     if (!shape.ok()) {
       l.bad_path = std::string(key);
       return Status(Code::kBadInput, fmt::format("{}: {}", o_.src, shape.message()));
@@ -328,7 +328,7 @@ class Packer {
           return source_->Load(perm_.empty() ? s : perm_[s]);
         },
         [&](uint64_t i, std::unique_ptr<LoadedSample>& l) {
-          writer_->SetSourcePosition(start + i);
+          if (resumable_) resumable_->SetSourcePosition(start + i);
           Status s = Write(*l);
           if (s.ok()) return true;
           if (!error_.ok()) return false;  // output error: always fatal
@@ -343,7 +343,9 @@ class Packer {
 
   const ConvertOptions& o_;
   ConvertReport* r_;
+  WriterOptions wopt_;
   std::unique_ptr<LayoutWriter> writer_;
+  ResumableWriter* resumable_ = nullptr;  // writer_'s resume capability, or null
   std::unique_ptr<SampleSource> source_;
   Labels labels_;
   std::vector<uint64_t> perm_;

@@ -35,11 +35,10 @@ enum class OnError { kFail, kSkip };
 struct ConvertOptions {
   std::string src;
   std::string out;
-  Format format = Format::kNative;    // layout of OUT (docs/formats/)
-  std::string lmdb_layout = "field";  // lmdb: one key per field, or one value per sample
-  bool wds_dali_index = false;        // wds: also write DALI wds2idx sidecars
-  uint64_t shard_size = 256ull << 20;
-  uint32_t align = 1;
+  Format format = Format::kNative;  // layout of OUT (docs/formats/)
+  // The layout's knobs as the user gave them (shard size, alignment, LMDB layout, DALI index):
+  // unset means the layout's default; one the layout does not take is refused.
+  LayoutKnobs layout;
   int threads = 64;
   bool label_from_dir = false;
   std::vector<std::string> include;
@@ -47,8 +46,9 @@ struct ConvertOptions {
   std::optional<uint64_t> shuffle_seed;
   OnError on_error = OnError::kFail;
   double max_expansion = 1000;  // archives: decompressed : compressed limit (zip bombs)
-  bool force = false;
-  bool resume = false;    // finish an interrupted convert into OUT (same SRC and options)
+  // An OUT holding a dataset: refuse, replace it, or finish the interrupted convert there (same
+  // SRC and options; layouts whose writer is resumable).
+  ExistingOutput existing = ExistingOutput::kRefuse;
   bool progress = false;  // draw a progress bar (only if stderr is a terminal)
 };
 

@@ -1,5 +1,6 @@
 #include "src/status.h"
 
+#include <algorithm>
 #include <cstring>
 
 namespace ds {
@@ -49,6 +50,29 @@ std::string Status::ToString() const {
 Status Status::Prefixed(std::string_view prefix) const {
   if (ok()) return *this;
   return Status(code_, std::string(prefix) + ": " + message_, err_);
+}
+
+std::string RenderOptionNames(std::string_view message, std::span<const OptionName> names) {
+  std::string out;
+  out.reserve(message.size());
+  size_t pos = 0;
+  while (pos < message.size()) {
+    size_t open = message.find('`', pos);
+    size_t close = open == std::string_view::npos ? open : message.find('`', open + 1);
+    if (close == std::string_view::npos) break;
+    std::string_view field = message.substr(open + 1, close - open - 1);
+    out.append(message.substr(pos, open - pos));
+    auto it = std::find_if(names.begin(), names.end(),
+                           [&](const OptionName& n) { return n.field == field; });
+    if (it != names.end()) {
+      out.append(it->flag);
+    } else {
+      out.append(message.substr(open, close - open + 1));
+    }
+    pos = close + 1;
+  }
+  out.append(message.substr(std::min(pos, message.size())));
+  return out;
 }
 
 int ExitCode(const Status& s) {

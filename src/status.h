@@ -14,6 +14,7 @@
 
 #include <cerrno>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -63,6 +64,16 @@ class [[nodiscard]] Status {
 };
 
 int ExitCode(const Status& s);
+
+// Libraries speak in fields, CLIs in flags: a library message names an option by its field in
+// backticks (`shard_size`, or a choice: `existing=replace`), never by a flag. A CLI renders each
+// name it knows as its own flag (`shard_size` -> --shard-size); unknown names are left as they
+// are.
+struct OptionName {
+  std::string_view field;  // as written between the backticks
+  std::string_view flag;   // what this CLI calls it
+};
+std::string RenderOptionNames(std::string_view message, std::span<const OptionName> names);
 
 template <typename T>
 class [[nodiscard]] Result {

@@ -20,8 +20,19 @@
 
 namespace {
 
+// The library's option fields (src/status.h, RenderOptionNames) as this CLI's flags.
+constexpr ds::OptionName kFlags[] = {
+    {"follow_symlinks", "--follow-symlinks"}, {"delete", "--delete"},
+    {"max_bytes", "--max-bytes"},             {"world", "--world"},
+    {"version_name", "--version-name"},
+};
+
+std::string Render(const std::string& message) {
+  return ds::EscapeBytes(ds::RenderOptionNames(message, kFlags));
+}
+
 int Fail(const ds::Status& s) {
-  std::fprintf(stderr, "dssync: %s\n", ds::EscapeBytes(s.message()).c_str());
+  std::fprintf(stderr, "dssync: %s\n", Render(s.message()).c_str());
   return ds::ExitCode(s);
 }
 
@@ -29,7 +40,7 @@ int Fail(const ds::Status& s) {
 int ReportErrors(const std::vector<ds::Status>& errors) {
   int rc = 0;
   for (size_t i = 0; i < errors.size(); ++i) {
-    if (i < 20) std::fprintf(stderr, "dssync: %s\n", ds::EscapeBytes(errors[i].message()).c_str());
+    if (i < 20) std::fprintf(stderr, "dssync: %s\n", Render(errors[i].message()).c_str());
     rc = std::max(rc, ds::ExitCode(errors[i]));
   }
   if (errors.size() > 20) std::fprintf(stderr, "dssync: ... and %zu more\n", errors.size() - 20);
@@ -169,7 +180,7 @@ int main(int argc, char** argv) try {
   o.space_check = !no_space_check;
   o.progress = !json && !quiet;
   o.warn = [](const std::string& w) {
-    std::fprintf(stderr, "dssync: warning: %s\n", ds::EscapeBytes(w).c_str());
+    std::fprintf(stderr, "dssync: warning: %s\n", Render(w).c_str());
   };
   auto r = ds::sync::Sync(o);
   if (!r.ok()) return Fail(r.status());

@@ -9,8 +9,7 @@
 #include <filesystem>
 #include <map>
 
-#include "formats/layout_meta.h"
-#include "formats/manifest.h"
+#include "formats/layout.h"
 #include "src/fd.h"
 #include "sync/staged.h"
 
@@ -70,7 +69,7 @@ struct Walker {
       Add(rel, ec ? path : target, st);
     } else {
       plan->warnings.push_back(fmt::format(
-          "{}: symlink to {} outside SRC, skipped (--follow-symlinks copies it)", rel, target));
+          "{}: symlink to {} outside SRC, skipped (`follow_symlinks` copies it)", rel, target));
     }
   }
 
@@ -141,35 +140,23 @@ struct Walker {
   }
 };
 
-// The dataset's own shard list and hashes, keyed by file name; empty for a plain tree.
-Status LoadListed(const std::string& src, Plan* plan, std::vector<native::FileMeta>* shards,
+// The dataset's own shard list, and the hashes of its metadata files keyed by name; empty for a
+// plain tree.
+Status LoadListed(const std::string& src, Plan* plan, std::vector<DatasetFile>* shards,
                   std::map<std::string, uint64_t>* meta_hashes) {
-  struct stat st;
-  if (::stat((src + "/" + native::kManifestName).c_str(), &st) == 0) {
-    DS_ASSIGN_OR_RETURN(native::Manifest m, native::Manifest::Load(src));
-    plan->manifest = native::kManifestName;
-    *shards = m.shards;
-    (*meta_hashes)[native::kIndexName] = m.index.xxh3;
-    if (!m.label_field.empty()) (*meta_hashes)[native::kClassesName] = m.classes_xxh3;
-  } else if (::stat((src + "/" + kLayoutMetaName).c_str(), &st) == 0) {
-    DS_ASSIGN_OR_RETURN(LayoutMeta m, LayoutMeta::Load(src));
-    plan->manifest = kLayoutMetaName;
-    *shards = m.shards;
+  DS_ASSIGN_OR_RETURN(auto files, ListDatasetFiles(src));
+  if (!files) return Status::Ok();
+  plan->manifest = files->commit_point;
+  *shards = std::move(files->shards);
+  for (const auto& m : files->metadata) {
+    if (m.xxh3) (*meta_hashes)[m.name] = *m.xxh3;
   }
   return Status::Ok();
 }
 
 }  // namespace
 
-bool IsMetadataName(std::string_view rel) {
-  size_t slash = rel.rfind('/');
-  std::string_view n = slash == std::string_view::npos ? rel : rel.substr(slash + 1);
-  auto ends = [&](std::string_view suf) {
-    return n.size() >= suf.size() && n.substr(n.size() - suf.size()) == suf;
-  };
-  return n == native::kManifestName || n == native::kIndexName || n == kLayoutMetaName ||
-         n == native::kClassesName || ends(".idx") || ends(".lst");
-}
+bool IsMetadataName(std::string_view rel) { return IsLayoutMetadataName(rel); }
 
 Result<Plan> BuildPlan(const std::string& src, const PlanOptions& options) {
   Plan plan;
@@ -180,7 +167,7 @@ Result<Plan> BuildPlan(const std::string& src, const PlanOptions& options) {
   Walker w{src, std::filesystem::canonical(src, ec).string(), options, {}, &plan};
   DS_RETURN_IF_ERROR(w.Walk());
 
-  std::vector<native::FileMeta> listed;
+  std::vector<DatasetFile> listed;
   std::map<std::string, uint64_t> meta_hashes;
   DS_RETURN_IF_ERROR(LoadListed(src, &plan, &listed, &meta_hashes).Prefixed("dssync"));
   std::map<std::string, size_t> by_rel;
@@ -212,12 +199,6 @@ Result<Plan> BuildPlan(const std::string& src, const PlanOptions& options) {
     }
   }
   return plan;
-}
-
-std::vector<size_t> AssignShards(size_t n, uint32_t rank, uint32_t world) {
-  std::vector<size_t> out;
-  for (size_t i = rank; i < n; i += world) out.push_back(i);
-  return out;
 }
 
 Subset PrefixSubset(const std::vector<uint64_t>& sizes, uint64_t max_bytes) {
@@ -280,7 +261,7 @@ Status CheckDisjoint(const std::string& src, const std::string& dst) {
   if (Inside(s, d)) {
     return Status(
         Code::kInvalidArgument,
-        fmt::format("SRC {} is inside DST {}: refusing (--delete could remove it)", src, dst));
+        fmt::format("SRC {} is inside DST {}: refusing (`delete` could remove it)", src, dst));
   }
   return Status::Ok();
 }

@@ -3,19 +3,19 @@
 //
 // BuildPlan walks SRC (lstat, no symlinked directories followed, `threads` calls in flight) and
 // classifies every entry:
-//   - With SRC/manifest.json (native) or SRC/dspack.json (interop layouts), the shards are the
-//     files the manifest lists, in manifest order, each with its XXH3-64; every other file is
-//     metadata. index.dsi and classes.txt carry their manifest hashes too.
-//   - Otherwise (any directory tree) metadata files are those named manifest.json, index.dsi,
-//     dspack.json, classes.txt, *.idx or *.lst; all other files are shards, in byte-wise sorted
-//     order of their relative paths.
+//   - A dataset dspack wrote (ListDatasetFiles in formats/layout.h finds its metadata): the
+//     shards are the files its metadata lists, in that order, each with its XXH3-64; every other
+//     file is metadata, with the hash the metadata records for it where it records one.
+//   - Otherwise (any directory tree) metadata files are those IsLayoutMetadataName names; all
+//     other files are shards, in byte-wise sorted order of their relative paths.
 //   - Symlinks: to a regular file inside SRC, copied as that file; to anything outside SRC,
 //     skipped with a warning unless follow_symlinks (then a regular target is copied); to a
 //     directory, skipped with a warning; dangling, an error. FIFOs, sockets and devices are
 //     errors ("unreadable"). Names starting with ".dssync-" are dssync's own and never listed.
 // Entry errors do not stop the walk; they are returned in Plan::errors (exit 1).
 //
-// The assignment: shard i goes to rank i % world. PrefixSubset keeps the first shards of an
+// The assignment: ds::AssignShards (formats/shard_assignment.h), round robin: shard i goes to
+// rank i % world. PrefixSubset keeps the first shards of an
 // assignment whose cumulative size fits a byte budget.
 //
 // Thread-safety: pure functions and values.
@@ -70,8 +70,6 @@ bool IsMetadataName(std::string_view rel);
 // st_mtim in nanoseconds since the epoch: how dssync compares and records mtimes.
 int64_t MtimeNs(const struct stat& st);
 
-// Indices i in [0, n) with i % world == rank. REQUIRES: rank < world.
-std::vector<size_t> AssignShards(size_t n, uint32_t rank, uint32_t world);
 
 struct Subset {
   size_t shards = 0;

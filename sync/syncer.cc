@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "formats/shard_assignment.h"
 #include "src/checksum.h"
 #include "src/fd.h"
 #include "src/human.h"
@@ -34,7 +35,9 @@ Status MakeDirs(const std::string& path) {
 // Picks this rank's files: metadata, then the assigned shards' prefix.
 std::vector<PlanFile> Select(const SyncOptions& o, Plan* plan, SyncReport* r) {
   std::vector<PlanFile> out = std::move(plan->meta);
-  std::vector<size_t> mine = AssignShards(plan->shards.size(), r->rank.rank, r->rank.world);
+  std::vector<uint64_t> shard_bytes;
+  for (const auto& f : plan->shards) shard_bytes.push_back(f.size);
+  std::vector<size_t> mine = AssignShards(shard_bytes, r->rank.rank, r->rank.world);
   std::vector<uint64_t> sizes;
   for (size_t i : mine) sizes.push_back(plan->shards[i].size);
   r->shards_total = plan->shards.size();
@@ -135,7 +138,7 @@ Status CheckSpace(const std::string& target, const std::vector<PlanFile>& files)
   return Status(
       Code::kNoSpace,
       fmt::format("{}: not enough space: need {} ({} bytes, {} files to copy), have {} "
-                  "({} bytes); free space or stage a subset (--max-bytes, --world)",
+                  "({} bytes); free space or stage a subset (`max_bytes`, `world`)",
                   target, FormatBytes(need), need, files.size(), FormatBytes(have), have));
 }
 
@@ -188,7 +191,7 @@ Result<SyncReport> Sync(const SyncOptions& o) {
   const std::string& v = o.version_name;
   if (!v.empty() && (v.find('/') != std::string::npos || v == "." || v == ".." ||
                      v == kCurrentName || v.rfind(".dssync-", 0) == 0)) {
-    return Status(Code::kInvalidArgument, "--version-name " + v + ": must be a plain name");
+    return Status(Code::kInvalidArgument, "`version_name` " + v + ": must be a plain name");
   }
   DS_ASSIGN_OR_RETURN(r.rank,
                       ResolveRank(o.rank, o.world, [](const char* n) { return std::getenv(n); }));

@@ -35,6 +35,22 @@ expect_err "notes.txt"
 [ "$(cat notempty/notes.txt)" = mine ] || fail "user file touched"
 pass "existing dataset refused without --force; foreign files never touched"
 
+# Layout options are validated at the formats/ boundary, for every layout, and named as flags.
+mk
+for f in native wds tfrecord recordio; do
+  expect_exit 2 "$DSPACK" convert src "tiny-$f" --format "$f" --shard-size 1
+  expect_err "--shard-size 1 B: must be at least 4.0 KiB"
+  [ ! -e "tiny-$f" ] || fail "$f: --shard-size 1 left tiny-$f behind"
+done
+expect_exit 2 "$DSPACK" convert src db --format lmdb --shard-size 1MiB
+expect_err "--shard-size does not apply to lmdb"
+expect_exit 2 "$DSPACK" convert src w --format wds --align 4k
+expect_err "--align does not apply to wds"
+expect_exit 2 "$DSPACK" convert src t --format tfrecord --resume
+expect_err "tfrecord cannot resume an interrupted write"
+if grep -E '`[a-z_]+(=[a-z]+)?`' "$WORK/last.err" >/dev/null; then fail "a field name left unrendered"; fi
+pass "--shard-size below 4 KiB refused for every sharded layout; lmdb refuses it; --align and --resume refused where they do not apply"
+
 # Unreadable file, as an unprivileged user (root reads everything).
 if command -v setpriv >/dev/null && setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
   mk; chmod 000 src/c2/2.jpg; chmod -R a+rX src; chmod 000 src/c2/2.jpg

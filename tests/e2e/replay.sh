@@ -72,7 +72,7 @@ wait $pid || fail "replay: exit $? after SIGINT"
 grep -q "interrupted: partial results" int.txt && grep -q "^epoch 1 " int.txt || { cat int.txt; fail "partial results after SIGINT"; }
 pass "SIGINT: stops within seconds and prints the epochs so far"
 
-# --- zip (formats/zip.h): a zip of the tree replays the tree's samples, read as Python's zipfile
+# --- zip (formats/sources/zip.h): a zip of the tree replays the tree's samples, read as Python's zipfile
 # does: central directory once, then per member local header + data + inflate + CRC; no opens. ---
 (cd tree && zip -qr ../t.zip .)
 "$DSBENCH" replay t.zip --epochs 2 --cache cold --output-format json > zip.json

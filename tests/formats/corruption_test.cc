@@ -3,8 +3,8 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "formats/native_dataset.h"
-#include "formats/native_verify.h"
+#include "formats/native/native_dataset.h"
+#include "formats/native/native_verify.h"
 #include "src/checksum.h"
 #include "test_util.h"
 
@@ -14,7 +14,7 @@ using namespace ds::native;
 namespace {
 
 void MakeDataset(const std::string& out, uint32_t align) {
-  DatasetOptions o;
+  NativeOptions o;
   o.align = align;
   o.shard_size = 4096;
   auto w = DatasetWriter::Create(out, o);

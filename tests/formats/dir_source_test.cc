@@ -1,4 +1,4 @@
-#include "formats/dir_source.h"
+#include "formats/sources/dir_source.h"
 
 #include <fcntl.h>
 #include <unistd.h>

@@ -9,9 +9,10 @@
 #include <filesystem>
 
 #include "formats/layout.h"
-#include "formats/recordio.h"
-#include "formats/tar.h"
-#include "formats/tfrecord.h"
+#include "formats/layout_options.h"
+#include "formats/interop/recordio.h"
+#include "formats/interop/tar.h"
+#include "formats/interop/tfrecord.h"
 #include "src/endian.h"
 #include "test_util.h"
 
@@ -52,13 +53,20 @@ std::vector<Sample> Awkward(int n) {
   return v;
 }
 
+// The options of layout f from these knobs (each layout's defaults otherwise).
+WriterOptions Opts(Format f, LayoutKnobs k = {}, CommonWriterOptions common = {}) {
+  auto o = MakeWriterOptions(f, k, common);
+  REQUIRE(o.ok());
+  return *o;
+}
+
 std::string Write(const std::string& out, Format f, const std::vector<Sample>& samples,
                   uint64_t shard_size = 16384, const std::string& lmdb_layout = "field") {
-  LayoutOptions o;
-  o.shard_size = shard_size;
-  o.lmdb_layout = lmdb_layout;
-  o.wds_dali_index = true;
-  auto w = CreateLayoutWriter(f, out, o);
+  LayoutKnobs k;
+  if (f != Format::kLmdb) k.shard_size = shard_size;
+  if (f == Format::kLmdb) k.lmdb_layout = *ParseLmdbLayout(lmdb_layout);
+  k.dali_index = f == Format::kWds;
+  auto w = CreateLayoutWriter(out, Opts(f, k));
   REQUIRE(w.ok());
   (*w)->SetClasses({"a", "b", "c"}, "cls");
   for (const auto& s : samples) REQUIRE((*w)->Add(s).ok());
@@ -167,7 +175,7 @@ TEST_CASE("a cancelled sample leaves no trace; Abandon removes everything", "[fo
   for (Format f : kAll) {
     INFO(FormatName(f));
     std::string out = dir / std::string(FormatName(f));
-    auto w = CreateLayoutWriter(f, out, {});
+    auto w = CreateLayoutWriter(out, Opts(f));
     REQUIRE(w.ok());
     REQUIRE((*w)->Add({"a", {{"bin", "AAAA"}}}).ok());
     std::vector<FieldInfo> fields = {{"bin", 10}};
@@ -184,7 +192,7 @@ TEST_CASE("a cancelled sample leaves no trace; Abandon removes everything", "[fo
 
     std::string out2 = dir / (std::string(FormatName(f)) + "-abandoned");
     {
-      auto w2 = CreateLayoutWriter(f, out2, {});
+      auto w2 = CreateLayoutWriter(out2, Opts(f));
       REQUIRE(w2.ok());
       REQUIRE((*w2)->Add({"a", {{"bin", std::string(100000, 'x')}}}).ok());
     }  // destroyed without Finish
@@ -321,9 +329,9 @@ TEST_CASE("lmdb: the map grows on MDB_MAP_FULL and every sample reads back", "[f
   for (int i = 0; i < 100; i++) {
     big.push_back({"s" + std::to_string(i), {{"bin", std::string(1 << 20, 'a' + i % 26)}}});
   }
-  LayoutOptions o;
-  o.lmdb_map_size = 8 << 20;
-  auto w = CreateLayoutWriter(Format::kLmdb, dir / "db", o);
+  LayoutKnobs k;
+  k.lmdb_map_size = 8 << 20;
+  auto w = CreateLayoutWriter(dir / "db", Opts(Format::kLmdb, k));
   REQUIRE(w.ok());
   for (const auto& s : big) REQUIRE((*w)->Add(s).ok());  // 100 MiB: the 8 MiB map grows 4 times
   REQUIRE((*w)->Finish(nullptr).ok());
@@ -335,8 +343,7 @@ TEST_CASE("lmdb: the map grows on MDB_MAP_FULL and every sample reads back", "[f
 
 TEST_CASE("layouts refuse samples they cannot hold, as bad input", "[formats]") {
   test::TempDir dir;
-  LayoutOptions o;
-  auto rec = CreateLayoutWriter(Format::kRecordio, dir / "rec", o);
+  auto rec = CreateLayoutWriter(dir / "rec", Opts(Format::kRecordio));
   REQUIRE(rec.ok());
   (*rec)->SetClasses({"a"}, "cls");
   Status s = (*rec)->Add({"k", {{"jpg", "x"}, {"cls", "not-a-number"}}});
@@ -349,15 +356,11 @@ TEST_CASE("layouts refuse samples they cannot hold, as bad input", "[formats]") 
   REQUIRE((*r)->size() == 1);
   CHECK((*r)->Get(0)->fields[1].data == "1 2");
 
-  auto wds = CreateLayoutWriter(Format::kWds, dir / "wds", o);
+  auto wds = CreateLayoutWriter(dir / "wds", Opts(Format::kWds));
   REQUIRE(wds.ok());
   CHECK((*wds)->Add({"__meta__", {{"", "x"}}}).code() == Code::kBadInput);
 
-  auto bad = CreateLayoutWriter(Format::kTfrecord, dir / "tf", [] {
-    LayoutOptions x;
-    x.resume = true;
-    return x;
-  }());
+  auto bad = CreateLayoutWriter(dir / "tf", Opts(Format::kTfrecord, {}, {ExistingOutput::kResume}));
   CHECK(bad.status().code() == Code::kInvalidArgument);
 }
 

@@ -1,4 +1,4 @@
-#include "formats/native_dataset.h"
+#include "formats/native/native_dataset.h"
 
 #include <sys/stat.h>
 #include <unistd.h>
@@ -6,7 +6,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "formats/native_verify.h"
+#include "formats/native/native_verify.h"
 #include "test_util.h"
 
 using namespace ds;
@@ -27,7 +27,7 @@ std::vector<std::string> Names(const std::string& dir) {
 TEST_CASE("dataset writer rolls shards, commits manifest last, reader finds keys", "[formats]") {
   test::TempDir dir;
   std::string out = dir / "out";
-  DatasetOptions o;
+  NativeOptions o;
   o.shard_size = 8192;
   auto w = DatasetWriter::Create(out, o);
   REQUIRE(w.ok());
@@ -64,7 +64,7 @@ TEST_CASE("dataset writer rolls shards, commits manifest last, reader finds keys
 
 TEST_CASE("a record bigger than the shard size gets a shard of its own", "[formats]") {
   test::TempDir dir;
-  DatasetOptions o;
+  NativeOptions o;
   o.shard_size = 4096;
   auto w = DatasetWriter::Create(dir / "out", o);
   REQUIRE(w.ok());
@@ -89,10 +89,10 @@ TEST_CASE("OUT holding a dataset or foreign files is refused; --force replaces a
   auto again = DatasetWriter::Create(out, {});
   REQUIRE_FALSE(again.ok());
   CHECK(again.status().code() == Code::kAlreadyExists);
-  CHECK(again.status().message().find("--force") != std::string::npos);
+  CHECK(again.status().message().find("`existing=replace`") != std::string::npos);
 
-  DatasetOptions force;
-  force.force = true;
+  NativeOptions force;
+  force.existing = ExistingOutput::kReplace;
   {
     auto w = DatasetWriter::Create(out, force);
     REQUIRE(w.ok());
@@ -123,7 +123,7 @@ TEST_CASE("an interrupted dataset (no manifest) is refused without --force", "[f
 TEST_CASE("abandon removes everything the writer created, including OUT", "[formats]") {
   test::TempDir dir;
   std::string out = dir / "new/out";
-  DatasetOptions o;
+  NativeOptions o;
   o.shard_size = 4096;
   {
     auto w = DatasetWriter::Create(out, o);

@@ -1,8 +1,8 @@
-#include "formats/native_shard.h"
+#include "formats/native/native_shard.h"
 
 #include <catch2/catch.hpp>
 
-#include "formats/native_format.h"
+#include "formats/native/native_format.h"
 #include "src/checksum.h"
 #include "test_util.h"
 

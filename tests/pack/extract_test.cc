@@ -1,7 +1,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "formats/native_dataset.h"
+#include "formats/native/native_dataset.h"
 #include "pack/inspect.h"
 #include "test_util.h"
 

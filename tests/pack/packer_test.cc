@@ -7,8 +7,8 @@
 #include <set>
 
 #include "datasets/synth.h"
-#include "formats/native_dataset.h"
-#include "formats/native_verify.h"
+#include "formats/native/native_dataset.h"
+#include "formats/native/native_verify.h"
 #include "test_util.h"
 
 using namespace ds;
@@ -26,7 +26,7 @@ ConvertOptions Opts(const std::string& src, const std::string& out) {
   ConvertOptions o;
   o.src = src;
   o.out = out;
-  o.shard_size = 1 << 20;
+  o.layout.shard_size = 1 << 20;
   return o;
 }
 
@@ -47,7 +47,7 @@ TEST_CASE("output is byte-identical for any thread count", "[pack]") {
   for (int threads : {1, 3, 16}) {
     ConvertOptions o = Opts(src, dir / ("out" + std::to_string(threads)));
     o.threads = threads;
-    o.align = 4096;
+    o.layout.align = 4096;
     o.shuffle_seed = 5;
     ConvertReport r;
     REQUIRE(Convert(o, &r).ok());

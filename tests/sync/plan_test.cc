@@ -1,4 +1,4 @@
-// The rank assignment (shard i -> rank i % world), the --max-bytes prefix and the rank/world
+// The --max-bytes prefix (the rank assignment is formats/shard_assignment.h's, tested there) and the rank/world
 // environment fallbacks of dssync (docs/dssync.md, "Which shards a rank stages").
 #include "sync/plan.h"
 
@@ -6,22 +6,8 @@
 #include <map>
 #include <string>
 
-using ds::sync::AssignShards;
 using ds::sync::PrefixSubset;
 using ds::sync::ResolveRank;
-
-TEST_CASE("shard i goes to rank i % world, every shard exactly once", "[sync]") {
-  CHECK(AssignShards(10, 0, 3) == std::vector<size_t>{0, 3, 6, 9});
-  CHECK(AssignShards(10, 1, 3) == std::vector<size_t>{1, 4, 7});
-  CHECK(AssignShards(10, 2, 3) == std::vector<size_t>{2, 5, 8});
-  CHECK(AssignShards(2, 3, 4).empty());
-  CHECK(AssignShards(5, 0, 1).size() == 5);
-  std::vector<int> seen(97, 0);
-  for (uint32_t r = 0; r < 8; ++r) {
-    for (size_t i : AssignShards(97, r, 8)) ++seen[i];
-  }
-  for (int s : seen) CHECK(s == 1);
-}
 
 TEST_CASE("the --max-bytes subset is the longest prefix that fits", "[sync]") {
   std::vector<uint64_t> sizes{100, 200, 50, 10};

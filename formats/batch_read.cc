@@ -1,0 +1,153 @@
+// LayoutReader::ReadBatch: many samples, many reads in flight (formats/layout.h).
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <mutex>
+#include <thread>
+
+#include "formats/layout.h"
+#include "src/io_engine.h"
+
+namespace ds {
+
+namespace {
+
+// One read in flight: the sample's extent and the buffer it lands in.
+struct Slot {
+  IoRequest req;
+  size_t j = 0;  // position in the batch
+  std::string buf;
+  uint64_t done = 0;
+};
+
+}  // namespace
+
+Status LayoutReader::ReadBatch(std::span<const uint64_t> indices, const BatchReadOptions& o,
+                               std::vector<Sample>* out, BatchReadStats* stats) const {
+  out->clear();
+  out->resize(indices.size());
+  BatchReadStats local;
+  BatchReadStats& st = stats ? *stats : local;
+  st = {};
+  const unsigned k = std::max(1u, o.inflight);
+  if (indices.empty()) return Status::Ok();
+  if (has_extents() && o.allow_io_uring) {
+    auto engine = MakeEngine("io_uring", {k, false});
+    if (engine.ok()) {
+      st.engine = "io_uring";
+      return ReadBatchEngine(**engine, indices, out, &st);
+    }
+    if (engine.status().code() != Code::kUnsupported) return engine.status();
+  }
+  st.engine = "threads";
+  return ReadBatchThreads(indices, k, out, &st);
+}
+
+Status LayoutReader::ReadBatchEngine(IoEngine& engine, std::span<const uint64_t> indices,
+                                     std::vector<Sample>* out, BatchReadStats* st) const {
+  std::vector<Slot> slots(engine.depth());
+  std::vector<SampleExtent> extents(slots.size());
+  std::vector<Slot*> free_slots;
+  for (auto& s : slots) free_slots.push_back(&s);
+  std::vector<IoRequest*> done(slots.size());
+  Status first;  // the first error; no new reads once set, the ones in flight are drained
+  size_t next = 0;
+
+  auto queue = [&](Slot* s) -> Status {
+    const SampleExtent& e = extents[s - slots.data()];
+    s->req = IoRequest{IoRequest::Op::kRead, e.fd, s->buf.data() + s->done, e.length - s->done,
+                       e.offset + s->done, 0, s};
+    st->reads++;
+    return engine.Queue(&s->req);
+  };
+  auto where = [&](size_t j) {
+    auto loc = Locate(indices[j]);
+    return loc.ok() ? fmt::format("{}/{}: sample {} at offset {}", path_, loc->file, indices[j],
+                                  loc->offset)
+                    : fmt::format("{}: sample {}", path_, indices[j]);
+  };
+
+  while (first.ok() || engine.inflight() > 0) {
+    while (first.ok() && next < indices.size() && !free_slots.empty()) {
+      Slot* s = free_slots.back();
+      auto e = Extent(indices[next]);
+      if (!e.ok()) {
+        first = e.status();
+        break;
+      }
+      free_slots.pop_back();
+      extents[s - slots.data()] = *e;
+      s->j = next++;
+      s->done = 0;
+      s->buf.resize(e->length);
+      Status q = queue(s);
+      if (!q.ok()) {
+        first = q;
+        free_slots.push_back(s);
+      }
+    }
+    if (engine.inflight() == 0) break;  // all read, or an error with nothing left to drain
+    DS_RETURN_IF_ERROR(engine.Submit().status());
+    DS_ASSIGN_OR_RETURN(size_t n, engine.Reap(1, done));
+    for (size_t c = 0; c < n; c++) {
+      Slot* s = static_cast<Slot*>(done[c]->user);
+      const SampleExtent& e = extents[s - slots.data()];
+      ssize_t r = s->req.result;
+      bool retry = r == -EINTR || r == -EAGAIN;
+      if (r < 0 && !retry) {
+        if (first.ok()) first = ErrnoStatus(r, where(s->j));
+        free_slots.push_back(s);
+        continue;
+      }
+      if (r > 0) s->done += static_cast<uint64_t>(r);
+      if (first.ok() && s->done < e.length && (r > 0 || retry)) {
+        Status q = queue(s);  // a short read: the rest of the extent
+        if (q.ok()) continue;
+        first = q;
+      } else if (first.ok()) {  // complete, or EOF inside it (DecodeExtent names the truncation)
+        auto sample = DecodeExtent(indices[s->j], e, std::string_view(s->buf.data(), s->done));
+        if (sample.ok()) {
+          (*out)[s->j] = std::move(*sample);
+        } else {
+          first = sample.status();
+        }
+      }
+      free_slots.push_back(s);
+    }
+    if (first.ok() && next == indices.size() && engine.inflight() == 0) break;
+  }
+  st->peak_inflight = engine.counters().peak_inflight;
+  return first;
+}
+
+Status LayoutReader::ReadBatchThreads(std::span<const uint64_t> indices, unsigned k,
+                                      std::vector<Sample>* out, BatchReadStats* st) const {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex mu;
+  Status first;
+  auto work = [&] {
+    for (size_t j; !failed && (j = next.fetch_add(1)) < indices.size();) {
+      auto s = Get(indices[j]);
+      if (s.ok()) {
+        (*out)[j] = std::move(*s);
+        continue;
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      if (first.ok()) first = s.status();
+      failed = true;
+    }
+  };
+  unsigned n = static_cast<unsigned>(std::min<size_t>(k, indices.size()));
+  std::vector<std::thread> threads;
+  for (unsigned t = 0; t + 1 < n; t++) threads.emplace_back(work);
+  work();
+  for (auto& t : threads) t.join();
+  st->reads = std::min<uint64_t>(next.load(), indices.size());
+  st->peak_inflight = n;
+  return first;
+}
+
+}  // namespace ds

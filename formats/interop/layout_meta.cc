@@ -1,0 +1,138 @@
+#include "formats/interop/layout_meta.h"
+
+#include <dirent.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include "formats/out_dir.h"
+#include "src/checksum.h"
+#include "src/fd.h"
+#include "src/human.h"
+
+namespace ds {
+
+using nlohmann::json;
+
+std::string LayoutMeta::ToJson() const {
+  json j;
+  j["format"] = FormatName(format);
+  j["version"] = version;
+  j["created_by"] = std::string("dspack ") + DSPACK_VERSION;
+  j["samples"] = samples;
+  j["payload_bytes"] = payload_bytes;
+  j["label_field"] = label_field;
+  j["shards"] = json::array();
+  for (const auto& s : shards) {
+    j["shards"].push_back({{"name", s.name},
+                           {"bytes", s.size},
+                           {"samples", s.samples},
+                           {"first_sample", s.first_sample},
+                           {"xxh3", HexU64(s.xxh3)}});
+  }
+  j["skipped"] = skipped;
+  j["creation_options"] = creation_options;
+  for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
+  return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
+}
+
+Result<LayoutMeta> LayoutMeta::Load(const std::string& dir) {
+  std::string path = dir + "/" + kLayoutMetaName;
+  auto text = ReadWholeFile(path);
+  if (!text.ok()) {
+    if (text.status().err() == ENOENT) return Status(Code::kNotFound, path + ": not found");
+    return text.status();
+  }
+  auto bad = [&](const std::string& why) {
+    return Status(Code::kCorruption, fmt::format("{}: {}; the dataset metadata is damaged, "
+                                                 "reconvert the dataset",
+                                                 path, why));
+  };
+  json j = json::parse(*text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return bad("not valid JSON");
+  try {
+    LayoutMeta m;
+    auto f = ParseFormat(j.at("format").get<std::string>());
+    if (!f.ok() || *f == Format::kNative) return bad("unknown format");
+    m.format = *f;
+    m.version = j.at("version").get<uint32_t>();
+    if (m.version != 1) return bad(fmt::format("version {} is newer than this dspack", m.version));
+    m.samples = j.at("samples").get<uint64_t>();
+    m.payload_bytes = j.value("payload_bytes", uint64_t{0});
+    m.label_field = j.value("label_field", std::string());
+    for (const auto& s : j.at("shards")) {
+      native::FileMeta fm;
+      fm.name = s.at("name").get<std::string>();
+      if (fm.name.empty() || fm.name.find('/') != std::string::npos || fm.name[0] == '.') {
+        return bad("shard name '" + EscapeBytes(fm.name) + "' is not a plain file name");
+      }
+      fm.size = s.at("bytes").get<uint64_t>();
+      fm.samples = s.at("samples").get<uint64_t>();
+      fm.first_sample = s.at("first_sample").get<uint64_t>();
+      fm.xxh3 = std::stoull(s.at("xxh3").get<std::string>(), nullptr, 16);
+      m.shards.push_back(std::move(fm));
+    }
+    m.skipped = j.value("skipped", json::array());
+    m.creation_options = j.value("creation_options", json::object());
+    if (j.contains("lmdb_layout")) m.extra["lmdb_layout"] = j["lmdb_layout"];
+    return m;
+  } catch (const std::exception& e) {
+    return bad(std::string("missing or mistyped field (") + e.what() + ")");
+  }
+}
+
+namespace {
+
+bool IsInteropFile(std::string_view name) {
+  return MatchesLayoutFile(name,
+                           {kLayoutMetaName, "classes.txt", "data.mdb", "lock.mdb", "data.mdb-lock"},
+                           {".tar", ".tfrecord", ".rec", ".idx", ".lst"});
+}
+
+}  // namespace
+
+Result<OutDirState> PrepareInteropDir(const std::string& out, Format format,
+                                      ExistingOutput existing) {
+  const OutDirSpec spec{FormatName(format), kLayoutMetaName, IsInteropFile, /*can_resume=*/false};
+  return PrepareOutputDir(out, spec, existing);
+}
+
+Result<std::optional<DatasetFiles>> ListInteropFiles(const std::string& dir) {
+  if (::access((dir + "/" + kLayoutMetaName).c_str(), F_OK) != 0) {
+    return std::optional<DatasetFiles>();
+  }
+  DS_ASSIGN_OR_RETURN(LayoutMeta m, LayoutMeta::Load(dir));
+  DatasetFiles files;
+  files.commit_point = kLayoutMetaName;
+  for (const auto& f : m.shards) {
+    files.shards.push_back({f.name, f.size, f.samples, f.first_sample, f.xxh3});
+  }
+  return std::optional<DatasetFiles>(std::move(files));
+}
+
+Result<std::vector<std::string>> LoadClasses(const std::string& dir) {
+  auto text = ReadWholeFile(dir + "/classes.txt");
+  if (!text.ok()) {
+    if (text.status().err() == ENOENT) return std::vector<std::string>{};
+    return text.status();
+  }
+  std::vector<std::string> names;
+  size_t pos = 0;
+  while (pos < text->size()) {
+    size_t nl = text->find('\n', pos);
+    if (nl == std::string::npos) nl = text->size();
+    names.push_back(text->substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return names;
+}
+
+Status WriteClasses(const std::string& dir, const std::vector<std::string>& names) {
+  std::string text;
+  for (const auto& n : names) text += n + "\n";
+  return WriteFileAtomic(dir + "/classes.txt", text);
+}
+
+}  // namespace ds

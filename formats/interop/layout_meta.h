@@ -1,0 +1,52 @@
+// `dspack.json`: the metadata file of a dataset dspack wrote in an interop layout (wds, tfrecord,
+// recordio, lmdb). It is the commit point: written last, atomically, so a directory without it
+// holds no finished dataset. Readers use it when present (shard list, hashes, label field) and
+// cope without it for foreign data. Layout: docs/formats/README.md.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "formats/layout.h"
+#include "formats/out_dir.h"
+#include "formats/native/manifest.h"
+#include "src/status.h"
+
+namespace ds {
+
+inline constexpr const char* kLayoutMetaName = "dspack.json";
+
+struct LayoutMeta {
+  Format format = Format::kWds;
+  uint32_t version = 1;
+  uint64_t samples = 0;
+  uint64_t payload_bytes = 0;
+  std::string label_field;
+  std::vector<native::FileMeta> shards;  // name, size, samples, first_sample, xxh3
+  nlohmann::json skipped = nlohmann::json::array();
+  nlohmann::json creation_options = nlohmann::json::object();
+  nlohmann::json extra = nlohmann::json::object();  // format-specific ("lmdb_layout", ...)
+
+  std::string ToJson() const;
+  // Loads DIR/dspack.json; kNotFound when absent, kCorruption when unreadable.
+  static Result<LayoutMeta> Load(const std::string& dir);
+};
+
+// PrepareOutputDir (formats/out_dir.h) for an interop layout: its own files are the shards
+// shard-* with their sidecars, data.mdb, dspack.json (the commit point), classes.txt, and their
+// .tmp forms. Interop writers cannot resume.
+Result<OutDirState> PrepareInteropDir(const std::string& out, Format format,
+                                      ExistingOutput existing);
+
+// The files DIR/dspack.json lists (ListDatasetFiles for the interop layouts); nullopt without it.
+Result<std::optional<DatasetFiles>> ListInteropFiles(const std::string& dir);
+
+// Reads DIR/classes.txt (one name per line); empty when absent.
+Result<std::vector<std::string>> LoadClasses(const std::string& dir);
+// Writes DIR/classes.txt atomically.
+Status WriteClasses(const std::string& dir, const std::vector<std::string>& names);
+
+}  // namespace ds

@@ -1,0 +1,189 @@
+#include "formats/interop/sharded_reader.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "src/checksum.h"
+#include "src/human.h"
+
+namespace ds {
+
+using nlohmann::json;
+
+namespace {
+bool EndsWith(std::string_view s, std::string_view suf) {
+  return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
+}
+}  // namespace
+
+Status ShardedReader::OpenShards(const std::string& path, std::string_view ext) {
+  path_ = path;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, path, Code::kBadInput);
+  std::vector<std::string> names;
+  if (S_ISDIR(st.st_mode)) {
+    dir_ = path;
+    auto meta = LayoutMeta::Load(path);
+    if (meta.ok()) {
+      meta_ = std::move(meta).value();
+      label_field_ = meta_->label_field;
+      for (const auto& s : meta_->shards) names.push_back(s.name);
+    } else if (meta.status().code() != Code::kNotFound) {
+      return meta.status();
+    } else {
+      DIR* d = ::opendir(path.c_str());
+      if (!d) return Status::FromErrno(errno, path);
+      while (dirent* e = ::readdir(d)) {
+        std::string n = e->d_name;
+        if (n[0] != '.' && EndsWith(n, ext)) names.push_back(n);
+      }
+      ::closedir(d);
+      std::sort(names.begin(), names.end());
+      if (names.empty()) {
+        return Status(Code::kBadInput, fmt::format("{}: no *{} files here", path, ext));
+      }
+    }
+    DS_ASSIGN_OR_RETURN(classes_, LoadClasses(path));
+  } else {
+    auto slash = path.rfind('/');
+    dir_ = slash == std::string::npos ? "." : path.substr(0, slash);
+    names.push_back(slash == std::string::npos ? path : path.substr(slash + 1));
+  }
+  for (size_t i = 0; i < names.size(); i++) {
+    Shard s;
+    s.name = names[i];
+    DS_ASSIGN_OR_RETURN(s.fd, OpenFile(dir_ + "/" + s.name, O_RDONLY));
+    DS_ASSIGN_OR_RETURN(s.size, FileSize(s.fd.get(), dir_ + "/" + s.name));
+    if (meta_) {
+      const auto& m = meta_->shards[i];
+      if (s.size != m.size) {
+        return Status(Code::kCorruption,
+                      fmt::format("{}/{}: {} bytes, but dspack.json says {} (truncated or "
+                                  "replaced?); reconvert or restore the shard",
+                                  dir_, s.name, s.size, m.size));
+      }
+      s.xxh3 = m.xxh3;
+    }
+    shards_.push_back(std::move(s));
+  }
+  return Status::Ok();
+}
+
+Status ShardedReader::CheckAgainstMeta() const {
+  if (meta_ && meta_->samples != entries_.size()) {
+    return Status(Code::kCorruption,
+                  fmt::format("{}: found {} samples, but dspack.json says {}; reconvert the "
+                              "dataset",
+                              path_, entries_.size(), meta_->samples));
+  }
+  return Status::Ok();
+}
+
+std::string ShardedReader::Where(uint32_t s, uint64_t offset) const {
+  return fmt::format("{} offset {}", ShardPath(s), offset);
+}
+
+Result<Sample> ShardedReader::Get(uint64_t i) const {
+  const Entry& e = entries_[i];
+  std::string buf(e.end - e.begin, '\0');
+  DS_RETURN_IF_ERROR(
+      ReadFullAt(shards_[e.shard].fd.get(), buf.data(), buf.size(), e.begin, ShardPath(e.shard)));
+  return Decode(e.shard, e.begin, buf, i);
+}
+
+Result<std::vector<uint64_t>> ShardedReader::SampleSizes() const {
+  std::vector<uint64_t> v;
+  v.reserve(entries_.size());
+  for (const Entry& e : entries_) v.push_back(e.end - e.begin);
+  return v;
+}
+
+Result<std::vector<ShardRange>> ShardedReader::ShardRanges() const {
+  std::vector<ShardRange> v;
+  for (const auto& s : shards_) v.push_back({s.name, s.size, 0, 0});
+  for (uint64_t i = 0; i < entries_.size(); i++) {
+    ShardRange& r = v[entries_[i].shard];
+    if (r.samples == 0) r.first_sample = i;
+    r.samples++;
+  }
+  return v;
+}
+
+Result<LayoutReader::SampleExtent> ShardedReader::Extent(uint64_t i) const {
+  const Entry& e = entries_[i];
+  return SampleExtent{shards_[e.shard].fd.get(), e.begin, e.end - e.begin};
+}
+
+Result<Sample> ShardedReader::DecodeExtent(uint64_t i, const SampleExtent& x,
+                                           std::string_view bytes) const {
+  const Entry& e = entries_[i];
+  if (bytes.size() != x.length) {
+    return Status(Code::kCorruption, fmt::format("{}: truncated: {} of {} bytes", Where(e.shard, e.begin),
+                                                 bytes.size(), x.length));
+  }
+  return Decode(e.shard, e.begin, bytes, i);
+}
+
+Result<SampleLocation> ShardedReader::Locate(uint64_t i) const {
+  const Entry& e = entries_[i];
+  return SampleLocation{shards_[e.shard].name, e.begin};
+}
+
+json ShardedReader::Info() const {
+  json j = {{"path", path_},
+            {"format", FormatName(format())},
+            {"samples", size()},
+            {"shards", shards_.size()},
+            {"metadata", meta_ ? kLayoutMetaName : "none (foreign data)"}};
+  uint64_t total = 0;
+  for (const auto& s : shards_) total += s.size;
+  j["total_bytes"] = total;
+  if (meta_) j["payload_bytes"] = meta_->payload_bytes;
+  j["labels"] = label_field_.empty() ? json(nullptr) : json(classes_.size());
+  if (meta_) j["skipped"] = meta_->skipped.size();
+  AddInfo(&j);
+  return j;
+}
+
+Status ShardedReader::Verify(LayoutVerifyReport* r, const LayoutProgress& progress) const {
+  std::string buf(4 << 20, '\0');
+  for (uint32_t s = 0; s < shards_.size(); s++) {
+    r->shards++;
+    if (!shards_[s].xxh3) continue;
+    Xxh3Hasher h;
+    uint64_t off = 0;
+    while (off < shards_[s].size) {
+      size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), shards_[s].size - off));
+      Status st = ReadFullAt(shards_[s].fd.get(), buf.data(), n, off, ShardPath(s));
+      if (!st.ok()) {
+        r->problems.push_back(st.message());
+        break;
+      }
+      h.Update(buf.data(), n);
+      off += n;
+    }
+    if (off == shards_[s].size && h.Digest() != *shards_[s].xxh3) {
+      r->problems.push_back(
+          fmt::format("{}: XXH3 {} differs from dspack.json's {}: the file "
+                      "changed after it was written",
+                      ShardPath(s), HexU64(h.Digest()), HexU64(*shards_[s].xxh3)));
+    }
+  }
+  for (uint64_t i = 0; i < size(); i++) {
+    auto sample = Get(i);
+    if (!sample.ok()) {
+      r->problems.push_back(sample.status().message());
+    } else {
+      r->bytes += sample->payload_bytes();
+    }
+    r->records++;
+    if (progress) progress(i + 1, r->bytes);
+  }
+  return Status::Ok();
+}
+
+}  // namespace ds

@@ -1,0 +1,81 @@
+// ShardedReader: what the shard-file layouts (wds, tfrecord, recordio) share as readers.
+//
+// Shards come from dspack.json when present (names, sizes, hashes, sample counts are then checked)
+// or, for foreign data, from the files with the layout's extension in the directory (sorted by
+// name), or from the single file given. The format's Open fills entries_ (one per sample: shard
+// and byte range) from its index or by scanning; Get reads the range with one pread and hands it
+// to Decode. Verify checks each shard's size and hash against dspack.json, decodes every sample,
+// and reports each problem as one line naming file, offset and key.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "formats/layout.h"
+#include "formats/interop/layout_meta.h"
+#include "src/fd.h"
+
+namespace ds {
+
+class ShardedReader : public LayoutReader {
+ public:
+  uint64_t size() const override { return entries_.size(); }
+  Result<Sample> Get(uint64_t i) const override;
+  Result<SampleLocation> Locate(uint64_t i) const override;
+  nlohmann::json Info() const override;
+  std::vector<std::string> DataFiles() const override {
+    std::vector<std::string> v;
+    for (uint32_t s = 0; s < shards_.size(); s++) v.push_back(ShardPath(s));
+    return v;
+  }
+  Status Verify(LayoutVerifyReport* report, const LayoutProgress& progress) const override;
+  // Bytes of each sample's record or member (headers included), from the open-time table.
+  Result<std::vector<uint64_t>> SampleSizes() const override;
+  Result<std::vector<ShardRange>> ShardRanges() const override;
+
+ protected:
+  bool has_extents() const override { return true; }
+  Result<SampleExtent> Extent(uint64_t i) const override;
+  Result<Sample> DecodeExtent(uint64_t i, const SampleExtent& e,
+                              std::string_view bytes) const override;
+
+  struct Shard {
+    std::string name;  // relative to dir_
+    OwnedFd fd;
+    uint64_t size = 0;
+    std::optional<uint64_t> xxh3;  // from dspack.json
+  };
+  struct Entry {
+    uint32_t shard = 0;
+    uint64_t begin = 0;
+    uint64_t end = 0;
+  };
+
+  // Finds and opens the shards of `path` (a dataset directory or one shard file).
+  Status OpenShards(const std::string& path, std::string_view ext);
+  // Decodes the bytes [begin, begin + bytes.size()) of shard s as sample i.
+  virtual Result<Sample> Decode(uint32_t s, uint64_t begin, std::string_view bytes,
+                                uint64_t i) const = 0;
+  // Extra per-dataset facts for Info().
+  virtual void AddInfo(nlohmann::json*) const {}
+  // After OpenShards and the format's scan: checks the entry count against dspack.json.
+  Status CheckAgainstMeta() const;
+  std::string Where(uint32_t s, uint64_t offset) const;
+  std::string ShardPath(uint32_t s) const { return dir_ + "/" + shards_[s].name; }
+
+  std::string dir_;
+  std::vector<Shard> shards_;
+  std::vector<Entry> entries_;
+  std::optional<LayoutMeta> meta_;
+};
+
+// Creates an R and runs its Load(path).
+template <class R>
+Result<std::unique_ptr<LayoutReader>> OpenReader(const std::string& path) {
+  auto r = std::make_unique<R>();
+  DS_RETURN_IF_ERROR(r->Load(path));
+  return std::unique_ptr<LayoutReader>(std::move(r));
+}
+
+}  // namespace ds

@@ -1,0 +1,219 @@
+#include "formats/interop/sharded_writer.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include "src/fd.h"
+
+namespace ds {
+
+ShardedWriter::ShardedWriter(Format format, std::string out, ShardingOptions options,
+                             bool created_dir, std::string ext)
+    : out_(std::move(out)),
+      options_(std::move(options)),
+      created_dir_(created_dir),
+      ext_(std::move(ext)) {
+  meta_.format = format;
+  meta_.creation_options = options_.creation_options;
+}
+
+ShardedWriter::~ShardedWriter() {
+  if (!done_) Abandon();
+}
+
+Status ShardedWriter::Fail(Status s) {
+  if (!s.ok() && status_.ok()) status_ = s;
+  return s;
+}
+
+Status ShardedWriter::Write(std::string_view bytes) {
+  hash_.Update(bytes);
+  return shard_->Append(bytes);
+}
+
+Status ShardedWriter::WriteZeros(uint64_t n) {
+  static const char kZeros[4096] = {};
+  while (n > 0) {
+    uint64_t k = std::min<uint64_t>(n, sizeof(kZeros));
+    DS_RETURN_IF_ERROR(Write(std::string_view(kZeros, k)));
+    n -= k;
+  }
+  return Status::Ok();
+}
+
+Status ShardedWriter::OpenShard() {
+  shard_name_ = fmt::format("shard-{:06d}{}", meta_.shards.size(), ext_);
+  shard_tmp_ = out_ + "/" + shard_name_ + ".tmp";
+  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(shard_tmp_, O_RDWR | O_CREAT | O_TRUNC, 0644));
+  shard_ = std::make_unique<FileWriter>(std::move(fd), shard_tmp_);
+  // As the native shards: O_DIRECT skips the page-cache copy (and leaves the reader's cache
+  // alone); where the file system refuses it, buffered with early writeback.
+  if (!shard_->EnableDirect()) shard_->EnableWriteback();
+  hash_.Reset();
+  shard_samples_ = 0;
+  shard_first_ = samples_;
+  ShardBegin();
+  return Status::Ok();
+}
+
+Status ShardedWriter::CloseShard() {
+  Sidecars sidecars;
+  DS_RETURN_IF_ERROR(ShardEnd(&sidecars));
+  native::FileMeta m;
+  m.name = shard_name_;
+  m.size = shard_->size();
+  m.samples = shard_samples_;
+  m.first_sample = shard_first_;
+  m.xxh3 = hash_.Digest();
+  Status s = shard_->Close(/*sync=*/true);
+  shard_.reset();
+  std::string final_path = out_ + "/" + shard_name_;
+  if (s.ok() && ::rename(shard_tmp_.c_str(), final_path.c_str()) != 0) {
+    s = Status::FromErrno(errno, "rename " + shard_tmp_);
+  }
+  if (!s.ok()) {
+    ::unlink(shard_tmp_.c_str());
+    return s;
+  }
+  created_.push_back(final_path);
+  std::string stem = shard_name_.substr(0, shard_name_.size() - ext_.size());
+  for (const auto& [suffix, content] : sidecars) {
+    std::string path = out_ + "/" + stem + suffix;
+    DS_RETURN_IF_ERROR(WriteFileAtomic(path, content));
+    created_.push_back(path);
+    bytes_written_ += content.size();
+  }
+  bytes_written_ += m.size;
+  meta_.shards.push_back(std::move(m));
+  return Status::Ok();
+}
+
+Status ShardedWriter::BeginSample(std::string_view key, std::span<const FieldInfo> fields) {
+  DS_RETURN_IF_ERROR(status_);
+  if (!shard_) {
+    DS_RETURN_IF_ERROR(Fail(OpenShard()));
+  } else if (shard_samples_ > 0 &&
+             shard_offset() + EstimateSize(key, fields) > options_.shard_size) {
+    DS_RETURN_IF_ERROR(Fail(CloseShard()));
+    DS_RETURN_IF_ERROR(Fail(OpenShard()));
+  }
+  sample_start_ = shard_offset();
+  hash_at_sample_.CopyFrom(hash_);
+  field_sizes_.clear();
+  for (const auto& f : fields) field_sizes_.push_back(f.size);
+  field_ = 0;
+  field_left_ = field_sizes_.empty() ? 0 : field_sizes_[0];
+  in_sample_ = true;
+  Status s = SampleBegin(key, fields);
+  if (!s.ok()) {
+    // A refused sample (bad shape for this layout) is a bad input, not an output failure.
+    CancelSample();
+    return s;
+  }
+  return Status::Ok();
+}
+
+Status ShardedWriter::AppendData(std::string_view chunk) {
+  DS_RETURN_IF_ERROR(status_);
+  while (!chunk.empty()) {
+    while (field_ < field_sizes_.size() && field_left_ == 0) {
+      field_++;
+      field_left_ = field_ < field_sizes_.size() ? field_sizes_[field_] : 0;
+    }
+    if (field_ >= field_sizes_.size()) {
+      return Fail(Status(Code::kInternal, "AppendData: more bytes than the fields announced"));
+    }
+    size_t n = static_cast<size_t>(std::min<uint64_t>(field_left_, chunk.size()));
+    DS_RETURN_IF_ERROR(Fail(FieldData(field_, chunk.substr(0, n))));
+    field_left_ -= n;
+    chunk.remove_prefix(n);
+  }
+  return Status::Ok();
+}
+
+Status ShardedWriter::EndSample() {
+  DS_RETURN_IF_ERROR(status_);
+  uint64_t total = 0;
+  for (uint64_t s : field_sizes_) total += s;
+  uint64_t given = 0;
+  for (size_t f = 0; f < field_; f++) given += field_sizes_[f];
+  if (field_ < field_sizes_.size()) given += field_sizes_[field_] - field_left_;
+  if (given != total) {
+    return Fail(Status(Code::kInternal, "EndSample: fewer bytes than the fields announced"));
+  }
+  Status end = SampleEnd();
+  if (!end.ok() && end.code() == Code::kBadInput) {  // refused by the layout: drop the sample
+    CancelSample();
+    return end;
+  }
+  DS_RETURN_IF_ERROR(Fail(end));
+  in_sample_ = false;
+  samples_++;
+  shard_samples_++;
+  payload_bytes_ += total;
+  return Status::Ok();
+}
+
+void ShardedWriter::CancelSample() {
+  if (!in_sample_ || !shard_) return;
+  in_sample_ = false;
+  (void)Fail(shard_->TruncateTo(sample_start_));
+  hash_.CopyFrom(hash_at_sample_);
+  SampleCancelled();
+}
+
+void ShardedWriter::AddSkipped(std::string_view path, std::string_view error) {
+  meta_.skipped.push_back({{"path", std::string(path)}, {"error", std::string(error)}});
+}
+
+void ShardedWriter::SetClasses(std::vector<std::string> names, std::string label_field) {
+  classes_ = std::move(names);
+  meta_.label_field = std::move(label_field);
+}
+
+Status ShardedWriter::Finish(LayoutSummary* summary) {
+  DS_RETURN_IF_ERROR(status_);
+  // An empty dataset still gets one (empty) shard, so readers find a well-formed layout.
+  if (!shard_ && meta_.shards.empty()) DS_RETURN_IF_ERROR(Fail(OpenShard()));
+  if (shard_) {
+    if (shard_samples_ == 0 && !meta_.shards.empty()) {
+      shard_.reset();
+      ::unlink(shard_tmp_.c_str());
+    } else {
+      DS_RETURN_IF_ERROR(Fail(CloseShard()));
+    }
+  }
+  if (!classes_.empty()) {
+    DS_RETURN_IF_ERROR(Fail(WriteClasses(out_, classes_)));
+    created_.push_back(out_ + "/classes.txt");
+  }
+  meta_.samples = samples_;
+  meta_.payload_bytes = payload_bytes_;
+  std::string meta_path = out_ + "/" + kLayoutMetaName;
+  DS_RETURN_IF_ERROR(Fail(WriteFileAtomic(meta_path, meta_.ToJson())));
+  created_.push_back(meta_path);
+  DS_RETURN_IF_ERROR(Fail(FsyncDir(out_)));
+  done_ = true;
+  if (summary) {
+    summary->samples = samples_;
+    summary->shards = meta_.shards.size();
+    summary->payload_bytes = payload_bytes_;
+    summary->bytes_written = bytes_written_;
+  }
+  return Status::Ok();
+}
+
+void ShardedWriter::Abandon() {
+  done_ = true;
+  if (shard_) {
+    shard_.reset();
+    ::unlink(shard_tmp_.c_str());
+  }
+  // The metadata file goes first, so the directory never claims a dataset being removed.
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it) ::unlink(it->c_str());
+  created_.clear();
+  if (created_dir_) ::rmdir(out_.c_str());
+}
+
+}  // namespace ds

@@ -1,0 +1,117 @@
+// ShardedWriter: what the shard-file layouts (wds, tfrecord, recordio) share as writers.
+//
+// It owns OUT and the shard files `shard-NNNNNN.<ext>`: opens a shard lazily, rolls to a new one
+// when the next sample would push the current one past shard_size (a sample never spans shards),
+// writes each shard as `<name>.tmp` and renames it once closed and fsync'd, writes each shard's
+// sidecars (index files) atomically after it, and finally classes.txt and dspack.json (the commit
+// point, formats/interop/layout_meta.h). It hashes every byte written (XXH3-64 per shard, for the
+// metadata), splits the streamed payload into per-field chunks for the format's hooks, and
+// rolls a cancelled sample back (truncate + hash state restore). Abandon() removes every file it
+// created.
+//
+// A format implements the hooks; they write through Write()/WriteZeros().
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "formats/layout.h"
+#include "formats/interop/layout_meta.h"
+#include "src/checksum.h"
+#include "src/file_writer.h"
+
+namespace ds {
+
+class ShardedWriter : public LayoutWriter {
+ public:
+  ~ShardedWriter() override;
+
+  Status BeginSample(std::string_view key, std::span<const FieldInfo> fields) final;
+  Status AppendData(std::string_view chunk) final;
+  Status EndSample() final;
+  void CancelSample() final;
+  void AddSkipped(std::string_view path, std::string_view error) final;
+  void SetClasses(std::vector<std::string> names, std::string label_field) final;
+  uint64_t samples() const final { return samples_; }
+  uint64_t payload_bytes() const final { return payload_bytes_; }
+  Status Finish(LayoutSummary* summary) final;
+  void Abandon() final;
+
+ protected:
+  // Sidecar files of a closed shard: (suffix replacing ".<ext>", content), e.g. (".idx", "...").
+  using Sidecars = std::vector<std::pair<std::string, std::string>>;
+
+  ShardedWriter(Format format, std::string out, ShardingOptions options, bool created_dir,
+                std::string ext);
+
+  // Bytes the sample will add to a shard (for rolling; an estimate is fine).
+  virtual uint64_t EstimateSize(std::string_view key, std::span<const FieldInfo> fields) const = 0;
+  // A sample starts (after any roll). Fields are announced here with their sizes.
+  virtual Status SampleBegin(std::string_view key, std::span<const FieldInfo> fields) = 0;
+  // Consecutive payload bytes of field f (fields with no bytes get no call).
+  virtual Status FieldData(size_t f, std::string_view chunk) = 0;
+  // All fields were given.
+  virtual Status SampleEnd() = 0;
+  // The sample in progress was dropped (its bytes are already truncated away).
+  virtual void SampleCancelled() {}
+  // A new shard was opened (reset per-shard state).
+  virtual void ShardBegin() {}
+  // The shard is complete: write its trailer and return its sidecars.
+  virtual Status ShardEnd(Sidecars* sidecars) = 0;
+
+  Status Write(std::string_view bytes);
+  Status WriteZeros(uint64_t n);
+  uint64_t shard_offset() const { return shard_->size(); }
+  uint64_t sample_number() const { return samples_; }  // global number of the sample in progress
+  uint64_t shard_samples() const { return shard_samples_; }
+  const std::string& shard_name() const { return shard_name_; }
+  const std::string& label_field() const { return meta_.label_field; }
+  const std::vector<std::string>& classes() const { return classes_; }
+  void SetExtra(const std::string& k, nlohmann::json v) { meta_.extra[k] = std::move(v); }
+
+ private:
+  Status OpenShard();
+  Status CloseShard();
+  Status Fail(Status s);
+
+  std::string out_;
+  ShardingOptions options_;
+  bool created_dir_;
+  std::string ext_;
+  LayoutMeta meta_;
+  std::vector<std::string> classes_;
+  std::unique_ptr<FileWriter> shard_;
+  std::string shard_name_;
+  std::string shard_tmp_;
+  Xxh3Hasher hash_;
+  Xxh3Hasher hash_at_sample_;
+  uint64_t sample_start_ = 0;
+  uint64_t shard_samples_ = 0;
+  uint64_t shard_first_ = 0;
+  // The sample in progress: field sizes and where AppendData is.
+  std::vector<uint64_t> field_sizes_;
+  size_t field_ = 0;
+  uint64_t field_left_ = 0;
+  bool in_sample_ = false;
+  uint64_t samples_ = 0;
+  uint64_t payload_bytes_ = 0;
+  uint64_t bytes_written_ = 0;
+  std::vector<std::string> created_;  // final names, removed by Abandon
+  Status status_;
+  bool done_ = false;
+};
+
+// Prepares OUT (PrepareInteropDir) and creates a writer W(out, options, created_dir), where
+// Options is the layout's options struct (a ShardingOptions).
+template <class W, class Options>
+Result<std::unique_ptr<LayoutWriter>> CreateShardedWriter(const std::string& out,
+                                                          const WriterOptions& options) {
+  const auto& o = std::get<Options>(options);
+  DS_RETURN_IF_ERROR(o.Validate());
+  DS_ASSIGN_OR_RETURN(OutDirState dir, PrepareInteropDir(out, FormatOf(options), o.existing));
+  return std::unique_ptr<LayoutWriter>(new W(out, o, dir.created));
+}
+
+}  // namespace ds

@@ -1,0 +1,153 @@
+#include "formats/native/native_dataset.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include "src/checksum.h"
+#include "src/endian.h"
+#include "src/human.h"
+
+namespace ds::native {
+
+// ---- Dataset -----------------------------------------------------------------------------------
+
+Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
+  auto d = std::make_unique<Dataset>();
+  d->dir_ = dir;
+  DS_ASSIGN_OR_RETURN(d->manifest_, Manifest::Load(dir));
+  DS_ASSIGN_OR_RETURN(d->index_, GlobalIndex::Open(dir + "/" + d->manifest_.index.name));
+  if (d->index_.size() != d->manifest_.samples ||
+      d->index_.shard_count() != d->manifest_.shards.size()) {
+    return Status(Code::kCorruption,
+                  fmt::format("{}/{}: {} samples in {} shards, but the manifest says {} in {}", dir,
+                              kIndexName, d->index_.size(), d->index_.shard_count(),
+                              d->manifest_.samples, d->manifest_.shards.size()));
+  }
+  d->fds_.resize(d->manifest_.shards.size());
+  return d;
+}
+
+Result<int> Dataset::ShardFd(uint32_t shard) const {
+  if (shard >= fds_.size()) {
+    return Status(Code::kCorruption, fmt::format("{}/{}: entry names shard {} of {}", dir_,
+                                                 kIndexName, shard, fds_.size()));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!fds_[shard].valid()) {
+    const FileMeta& meta = manifest_.shards[shard];
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(dir_ + "/" + meta.name, O_RDONLY));
+    DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), meta.name));
+    if (size != meta.size) {
+      return Status(Code::kCorruption,
+                    fmt::format("{}: {} bytes, but the manifest says {} (truncated or replaced); "
+                                "run `dspack verify {}`",
+                                meta.name, size, meta.size, dir_));
+    }
+    fds_[shard] = std::move(fd);
+  }
+  return fds_[shard].get();
+}
+
+Result<GlobalEntry> Dataset::Entry(uint64_t i) const {
+  GlobalEntry e = index_.entry(i);
+  if (e.shard >= manifest_.shards.size() || e.offset + e.length > manifest_.shards[e.shard].size ||
+      e.offset + e.length < e.offset) {
+    return Status(Code::kCorruption,
+                  fmt::format("{}/{}: entry for sample {} (shard {}, offset {}, length {}) points "
+                              "outside the dataset",
+                              dir_, kIndexName, i, e.shard, e.offset, e.length));
+  }
+  return e;
+}
+
+std::string Dataset::Where(uint64_t i, const GlobalEntry& e) const {
+  std::string shard = e.shard < manifest_.shards.size() ? manifest_.shards[e.shard].name : "?";
+  return fmt::format("{}: sample {} at offset {}", shard, i, e.offset);
+}
+
+Result<Sample> Dataset::Get(uint64_t i) const {
+  DS_ASSIGN_OR_RETURN(GlobalEntry e, Entry(i));
+  DS_ASSIGN_OR_RETURN(int fd, ShardFd(e.shard));
+  return ReadRecordAt(fd, e.offset, e.length, Where(i, e));
+}
+
+Result<std::pair<int, GlobalEntry>> Dataset::RecordExtent(uint64_t i) const {
+  DS_ASSIGN_OR_RETURN(GlobalEntry e, Entry(i));
+  DS_ASSIGN_OR_RETURN(int fd, ShardFd(e.shard));
+  return std::make_pair(fd, e);
+}
+
+Result<Sample> Dataset::DecodeRecordBytes(uint64_t i, const GlobalEntry& e,
+                                          std::string_view bytes) const {
+  if (bytes.size() != e.length) {
+    return Status(Code::kCorruption, fmt::format("{}: {} of {} record bytes (truncated shard)",
+                                                 Where(i, e), bytes.size(), e.length));
+  }
+  return DecodeRecord(reinterpret_cast<const uint8_t*>(bytes.data()), e.length, Where(i, e));
+}
+
+Result<RecordHead> Dataset::Head(uint64_t i) const {
+  DS_ASSIGN_OR_RETURN(GlobalEntry e, Entry(i));
+  DS_ASSIGN_OR_RETURN(int fd, ShardFd(e.shard));
+  return ReadRecordHeadAt(fd, e.offset, e.length, Where(i, e));
+}
+
+Status Dataset::StreamPayload(uint64_t i, const RecordHead& head,
+                              const std::function<Status(size_t, std::string_view)>& fn) const {
+  DS_ASSIGN_OR_RETURN(GlobalEntry e, Entry(i));
+  DS_ASSIGN_OR_RETURN(int fd, ShardFd(e.shard));
+  std::string where = Where(i, e);
+  std::string buf(std::min<uint64_t>(head.payload_len(), 1 << 20), '\0');
+  uint64_t pos = e.offset + head.payload_offset();
+  uint32_t crc = 0;
+  for (size_t f = 0; f < head.fields.size(); f++) {
+    uint64_t left = head.fields[f].size;
+    if (left == 0) DS_RETURN_IF_ERROR(fn(f, std::string_view()));
+    while (left > 0) {
+      size_t k = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
+      DS_RETURN_IF_ERROR(ReadFullAt(fd, buf.data(), k, pos, where));
+      crc = Crc32cExtend(crc, buf.data(), k);
+      DS_RETURN_IF_ERROR(fn(f, std::string_view(buf.data(), k)));
+      pos += k;
+      left -= k;
+    }
+  }
+  uint8_t stored[4];
+  DS_RETURN_IF_ERROR(ReadFullAt(fd, stored, 4, pos, where));
+  if (LoadLE32(stored) != crc) {
+    return Status(Code::kCorruption,
+                  fmt::format("{} (key {}): data checksum mismatch", where, EscapeBytes(head.key)));
+  }
+  return Status::Ok();
+}
+
+Result<std::optional<uint64_t>> Dataset::Find(std::string_view key) const {
+  for (uint64_t c : index_.Candidates(key)) {
+    if (c >= size()) continue;
+    DS_ASSIGN_OR_RETURN(RecordHead h, Head(c));
+    if (h.key == key) return std::optional<uint64_t>(c);
+  }
+  return std::optional<uint64_t>();
+}
+
+Result<std::vector<std::string>> Dataset::Classes() const {
+  std::vector<std::string> out;
+  if (manifest_.label_field.empty()) return out;
+  DS_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(dir_ + "/" + kClassesName));
+  size_t pos = 0;
+  while (pos < text.size()) {
+    size_t nl = text.find('\n', pos);
+    if (nl == std::string::npos) nl = text.size();
+    out.push_back(text.substr(pos, nl - pos));
+    pos = nl + 1;
+  }
+  return out;
+}
+
+}  // namespace ds::native

@@ -1,0 +1,371 @@
+// DatasetWriter: shards, index, manifest, and the run journal that makes resume possible.
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "formats/native/native_dataset.h"
+#include "formats/out_dir.h"
+#include "src/checksum.h"
+#include "src/human.h"
+
+namespace ds::native {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kRunName = ".dspack-run.json";
+constexpr const char* kJournalName = ".dspack-journal";
+
+// Files a native dataset directory may hold (what replacing it may remove).
+bool IsDatasetFile(std::string_view name) {
+  return MatchesLayoutFile(name, {kManifestName, kIndexName, kClassesName, kRunName, kJournalName},
+                           {".dsr"});
+}
+
+Result<std::vector<std::string>> ListDir(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return Status::FromErrno(errno, dir);
+  std::vector<std::string> names;
+  while (dirent* e = ::readdir(d)) {
+    std::string n = e->d_name;
+    if (n != "." && n != "..") names.push_back(std::move(n));
+  }
+  ::closedir(d);
+  return names;
+}
+
+json MetaJson(const FileMeta& m) {
+  return {{"name", m.name},
+          {"size", m.size},
+          {"xxh3", m.xxh3},
+          {"samples", m.samples},
+          {"first_sample", m.first_sample}};
+}
+
+}  // namespace
+
+DatasetWriter::DatasetWriter(std::string out, NativeOptions options, bool created_dir)
+    : out_(std::move(out)),
+      options_(std::move(options)),
+      created_dir_(created_dir),
+      resuming_(options_.existing == ExistingOutput::kResume) {}
+
+DatasetWriter::~DatasetWriter() {
+  if (!done_) Abandon();
+}
+
+Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& out,
+                                                             const NativeOptions& options) {
+  DS_RETURN_IF_ERROR(options.Validate());
+  const OutDirSpec spec{"native", kManifestName, IsDatasetFile, /*can_resume=*/true};
+  DS_ASSIGN_OR_RETURN(OutDirState dir, PrepareOutputDir(out, spec, options.existing));
+  bool created = dir.created, has_manifest = dir.had_commit_point;
+  const bool resuming = options.existing == ExistingOutput::kResume;
+  std::unique_ptr<DatasetWriter> w(new DatasetWriter(out, options, created));
+  w->manifest_.created_by = std::string("dspack ") + DSPACK_VERSION;
+  w->manifest_.options = options.creation_options;
+  w->manifest_.align = options.align;
+  w->manifest_.shard_size = options.shard_size;
+  if (resuming && has_manifest) {
+    auto done = Manifest::Load(out);
+    if (!done.ok() || done->options != options.creation_options) {
+      w->done_ = true;
+      return Status(Code::kAlreadyExists,
+                    out +
+                        ": already holds a finished dataset made with other options (or an "
+                        "unreadable manifest); pass `existing=replace` to replace it");
+    }
+    w->already_complete_ = true;
+    w->done_ = true;  // nothing to write, nothing to clean up
+    ::unlink((out + "/" + kRunName).c_str());
+    ::unlink((out + "/" + kJournalName).c_str());
+    return w;
+  }
+  if (resuming) {
+    w->created_dir_ = false;  // an interrupted run's OUT is kept on error: it can be resumed again
+    return w;
+  }
+  // Open the first shard now so that an unwritable OUT fails before any input is read.
+  Status s = w->OpenShard();
+  if (!s.ok()) {
+    w->Abandon();
+    return s.Prefixed("cannot write to output directory");
+  }
+  return w;
+}
+
+Status DatasetWriter::Fail(Status s) {
+  if (status_.ok()) status_ = s;
+  return s;
+}
+
+Status DatasetWriter::OpenShard() {
+  uint64_t n = manifest_.shards.size();
+  auto shard = ShardWriter::Create(out_ + "/" + ShardName(n) + ".tmp",
+                                   ShardHeader{kFormatVersion, options_.align, n, index_.size()});
+  if (!shard.ok()) return Fail(shard.status());
+  shard_ = std::move(shard).value();
+  return Status::Ok();
+}
+
+Status DatasetWriter::BeginRun(const json& run) {
+  DS_RETURN_IF_ERROR(Fail(WriteFileAtomic(out_ + "/" + kRunName, run.dump() + "\n")));
+  created_.push_back(out_ + "/" + kRunName);
+  run_recorded_ = true;
+  return Status::Ok();
+}
+
+Status DatasetWriter::Checkpoint(const FileMeta& shard) {
+  if (!run_recorded_) return Status::Ok();
+  json line = {{"shard", MetaJson(shard)},
+               {"source_pos", source_pos_},
+               {"payload_bytes", payload_bytes_},
+               {"skipped", skipped_}};
+  std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+  std::string path = out_ + "/" + kJournalName;
+  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_WRONLY | O_CREAT | O_APPEND, 0644));
+  DS_RETURN_IF_ERROR(WriteFull(fd.get(), text.data(), text.size(), path));
+  if (::fsync(fd.get()) != 0) return Status::FromErrno(errno, path + ": fsync");
+  if (created_.empty() || created_.back() != path) created_.push_back(path);
+  return FsyncDir(out_);
+}
+
+Result<uint64_t> DatasetWriter::ResumeRun(const json& run) {
+  auto recorded = ReadWholeFile(out_ + "/" + kRunName);
+  bool have_run = recorded.ok();
+  if (have_run) {
+    json old;
+    try {
+      old = json::parse(*recorded);
+    } catch (const std::exception&) {
+      have_run = false;  // torn write of the run file itself: nothing was checkpointed yet
+    }
+    if (have_run && old != run) {
+      std::string what = old.value("options", json()) != run.value("options", json())
+                             ? "the options differ"
+                             : "the source changed (its file list differs)";
+      return Status(Code::kInvalidArgument,
+                    fmt::format("{}: cannot resume: {} from the interrupted run; rerun with the "
+                                "same SRC and options, or pass `existing=replace` to start over",
+                                out_, what));
+    }
+  }
+  // The last complete checkpoint whose shard is in place wins; a torn last line is ignored.
+  std::vector<json> checkpoints;
+  if (have_run) {
+    auto journal = ReadWholeFile(out_ + "/" + kJournalName);
+    if (journal.ok()) {
+      size_t pos = 0;
+      while (pos < journal->size()) {
+        size_t nl = journal->find('\n', pos);
+        if (nl == std::string::npos) break;
+        try {
+          checkpoints.push_back(json::parse(journal->substr(pos, nl - pos)));
+        } catch (const std::exception&) {
+          break;
+        }
+        pos = nl + 1;
+      }
+    }
+  }
+  while (!checkpoints.empty()) {
+    const json& c = checkpoints.back();
+    std::string name = c["shard"]["name"].get<std::string>();
+    struct stat st;
+    if (::stat((out_ + "/" + name).c_str(), &st) == 0 &&
+        static_cast<uint64_t>(st.st_size) == c["shard"]["size"].get<uint64_t>()) {
+      break;
+    }
+    checkpoints.pop_back();
+  }
+  // Keep checkpointed shards; remove everything else that is not the run record.
+  std::vector<std::string> keep;
+  for (size_t i = 0; i < checkpoints.size(); i++) {
+    keep.push_back(checkpoints[i]["shard"]["name"].get<std::string>());
+    if (keep.back() != ShardName(i)) {
+      return Status(Code::kCorruption, fmt::format("{}/{}: checkpoint {} names {}; the journal is "
+                                                   "damaged, pass `existing=replace` to start over",
+                                                   out_, kJournalName, i, keep.back()));
+    }
+  }
+  DS_ASSIGN_OR_RETURN(auto names, ListDir(out_));
+  for (const auto& n : names) {
+    if (std::find(keep.begin(), keep.end(), n) != keep.end()) continue;
+    if (have_run && (n == kRunName || n == kJournalName)) continue;
+    ::unlink((out_ + "/" + n).c_str());
+  }
+  if (!have_run) {
+    DS_RETURN_IF_ERROR(BeginRun(run));
+    DS_RETURN_IF_ERROR(OpenShard());
+    return uint64_t{0};
+  }
+  run_recorded_ = true;
+  // Rebuild the global index from the kept shards' own indexes and record heads.
+  for (size_t i = 0; i < checkpoints.size(); i++) {
+    const json& c = checkpoints[i]["shard"];
+    FileMeta meta{c["name"], c["size"], c["samples"], c["first_sample"], c["xxh3"]};
+    DS_ASSIGN_OR_RETURN(ShardReader r, ShardReader::Open(out_ + "/" + meta.name, meta.name));
+    if (r.record_count() != meta.samples || r.header().first_sample != index_.size()) {
+      return Status(Code::kCorruption, fmt::format("{}: does not match its checkpoint; use "
+                                                   "`existing=replace` to start over",
+                                                   meta.name));
+    }
+    for (uint64_t k = 0; k < r.record_count(); k++) {
+      DS_ASSIGN_OR_RETURN(RecordHead h, r.ReadHead(k));
+      DS_RETURN_IF_ERROR(
+          index_.Add(static_cast<uint32_t>(i), r.index()[k].offset, r.index()[k].length, h.key));
+    }
+    manifest_.shards.push_back(meta);
+    bytes_written_ += meta.size;
+  }
+  uint64_t pos = 0;
+  if (!checkpoints.empty()) {
+    const json& last = checkpoints.back();
+    pos = last["source_pos"].get<uint64_t>();
+    payload_bytes_ = last["payload_bytes"].get<uint64_t>();
+    skipped_ = last["skipped"];
+    restored_skipped_ = skipped_.size();
+  }
+  source_pos_ = pos;
+  DS_RETURN_IF_ERROR(OpenShard());
+  return pos;
+}
+
+Status DatasetWriter::FinishShard() {
+  uint64_t n = manifest_.shards.size();
+  std::string tmp = out_ + "/" + ShardName(n) + ".tmp";
+  std::string final_name = out_ + "/" + ShardName(n);
+  ShardSummary sum;
+  DS_RETURN_IF_ERROR(Fail(shard_->Finish(&sum)));
+  shard_.reset();
+  if (::rename(tmp.c_str(), final_name.c_str()) != 0) {
+    int e = errno;
+    ::unlink(tmp.c_str());
+    return Fail(Status::FromErrno(e, "rename " + tmp));
+  }
+  created_.push_back(final_name);
+  FileMeta meta;
+  meta.name = ShardName(n);
+  meta.size = sum.size;
+  meta.samples = sum.records;
+  meta.first_sample = index_.size() - sum.records;
+  meta.xxh3 = sum.xxh3;
+  manifest_.shards.push_back(meta);
+  bytes_written_ += sum.size;
+  return Fail(Checkpoint(meta));
+}
+
+Status DatasetWriter::BeginSample(std::string_view key, std::span<const FieldInfo> fields) {
+  DS_RETURN_IF_ERROR(status_);
+  DS_RETURN_IF_ERROR(CheckRecordShape(key, fields));
+  uint64_t len = RecordLength(key, fields);
+  uint64_t projected =
+      shard_->next_offset() + len + (shard_->records() + 1) * kIndexEntrySize + kFooterSize;
+  if (shard_->records() > 0 && projected > options_.shard_size) {
+    DS_RETURN_IF_ERROR(FinishShard());
+    DS_RETURN_IF_ERROR(OpenShard());
+  }
+  pending_key_.assign(key);
+  pending_payload_ = 0;
+  for (const auto& f : fields) pending_payload_ += f.size;
+  return Fail(shard_->BeginRecord(key, fields));
+}
+
+Status DatasetWriter::AppendData(std::string_view chunk) {
+  DS_RETURN_IF_ERROR(status_);
+  return Fail(shard_->AppendData(chunk));
+}
+
+Status DatasetWriter::EndSample() {
+  DS_RETURN_IF_ERROR(status_);
+  DS_RETURN_IF_ERROR(Fail(shard_->EndRecord()));
+  const IndexEntry& e = shard_->index().back();
+  DS_RETURN_IF_ERROR(Fail(index_.Add(static_cast<uint32_t>(manifest_.shards.size()), e.offset,
+                                     e.length, pending_key_)));
+  payload_bytes_ += pending_payload_;
+  return Status::Ok();
+}
+
+void DatasetWriter::CancelSample() {
+  if (shard_) shard_->CancelRecord();
+}
+
+void DatasetWriter::AddSkipped(std::string_view path, std::string_view error) {
+  skipped_.push_back({{"path", std::string(path)}, {"error", std::string(error)}});
+}
+
+void DatasetWriter::SetClasses(std::vector<std::string> names, std::string label_field) {
+  classes_ = std::move(names);
+  manifest_.label_field = std::move(label_field);
+}
+
+Status DatasetWriter::Finish(DatasetSummary* summary) {
+  DS_RETURN_IF_ERROR(status_);
+  // A trailing shard with no records (opened by a roll whose sample was then cancelled, or by a
+  // resume after the last shard was already complete) is dropped, so a resumed run ends exactly
+  // like an uninterrupted one. Only an empty dataset keeps its one empty shard.
+  if (shard_->records() == 0 && !manifest_.shards.empty()) {
+    shard_->Abandon();
+    shard_.reset();
+  } else {
+    DS_RETURN_IF_ERROR(FinishShard());
+  }
+  std::string idx_tmp = out_ + "/" + kIndexName + ".tmp";
+  FileMeta& im = manifest_.index;
+  im.name = kIndexName;
+  Status s =
+      index_.Write(idx_tmp, static_cast<uint32_t>(manifest_.shards.size()), &im.size, &im.xxh3);
+  if (s.ok() && ::rename(idx_tmp.c_str(), (out_ + "/" + kIndexName).c_str()) != 0) {
+    s = Status::FromErrno(errno, "rename " + idx_tmp);
+  }
+  if (!s.ok()) {
+    ::unlink(idx_tmp.c_str());
+    return Fail(s);
+  }
+  created_.push_back(out_ + "/" + kIndexName);
+  if (!manifest_.label_field.empty()) {
+    std::string text;
+    for (const auto& c : classes_) text += c + "\n";
+    created_.push_back(out_ + "/" + kClassesName);
+    DS_RETURN_IF_ERROR(Fail(WriteFileAtomic(out_ + "/" + kClassesName, text)));
+    manifest_.class_count = classes_.size();
+    manifest_.classes_xxh3 = Xxh3_64(text);
+  }
+  manifest_.samples = index_.size();
+  manifest_.payload_bytes = payload_bytes_;
+  manifest_.skipped = skipped_;
+  created_.push_back(out_ + "/" + kManifestName);
+  DS_RETURN_IF_ERROR(Fail(WriteFileAtomic(out_ + "/" + kManifestName, manifest_.ToJson())));
+  done_ = true;
+  // The dataset is committed; the run record is no longer needed.
+  ::unlink((out_ + "/" + kJournalName).c_str());
+  ::unlink((out_ + "/" + kRunName).c_str());
+  if (summary) {
+    summary->samples = index_.size();
+    summary->shards = manifest_.shards.size();
+    summary->payload_bytes = payload_bytes_;
+    summary->bytes_written = bytes_written_ + im.size;
+  }
+  return Status::Ok();
+}
+
+void DatasetWriter::Abandon() {
+  if (done_) return;
+  done_ = true;
+  if (shard_) shard_->Abandon();
+  shard_.reset();
+  if (resuming_) return;  // keep an interrupted run resumable
+  // Newest first, so a crash mid-cleanup never leaves a manifest over missing shards.
+  for (auto it = created_.rbegin(); it != created_.rend(); ++it) ::unlink(it->c_str());
+  ::unlink((out_ + "/" + kIndexName + ".tmp").c_str());
+  if (created_dir_) ::rmdir(out_.c_str());
+}
+
+}  // namespace ds::native

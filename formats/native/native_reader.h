@@ -1,0 +1,25 @@
+// The native layout's row in the registry (formats/registry.h): its reader through the common
+// LayoutReader interface (random access from the global index, extents for batched reads, the
+// manifest's facts for info and files), its writer (DatasetWriter, which is resumable), its
+// metadata-only file list and its verify (native_verify.h, which runs even when the index is too
+// damaged to open a reader).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "formats/layout.h"
+
+namespace ds::native {
+
+Result<std::unique_ptr<LayoutReader>> OpenReader(const std::string& dir);
+Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
+                                                   const WriterOptions& options);
+// nullopt when dir holds no manifest.
+Result<std::optional<DatasetFiles>> ListFiles(const std::string& dir);
+Status Verify(const std::string& dir, LayoutVerifyReport* report, const LayoutProgress& progress);
+// Whether dir holds a native dataset's commit point.
+bool Detect(const std::string& dir);
+
+}  // namespace ds::native

@@ -1,0 +1,47 @@
+// PrepareOutputDir: the one place where a writer claims its output directory OUT. Every layout's
+// writer calls it before writing a byte (docs/formats/README.md#output-directory).
+//
+//   OUT missing               created (with its parents); state.created
+//   OUT not a directory       kAlreadyExists
+//   a name not ours in OUT    kAlreadyExists naming it: we never delete what dspack did not write
+//   our files in OUT          kRefuse:  kAlreadyExists; the message says which choice proceeds
+//                                       (`existing=replace`, or `existing=resume` for a
+//                                       layout that can resume and an unfinished run)
+//                             kReplace: the commit point is removed first (the directory never
+//                                       claims a half-removed dataset), then every other file of
+//                                       ours; a failed unlink is an error, never ignored
+//                             kResume:  kept as they are (the writer decides what to reuse);
+//                                       kInvalidArgument for a layout that cannot resume
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "formats/layout_options.h"
+#include "src/status.h"
+
+namespace ds {
+
+struct OutDirSpec {
+  std::string_view layout;                   // for messages: "native", "wds", ...
+  std::string_view commit_point;             // manifest.json or dspack.json: written last
+  bool (*is_ours)(std::string_view name);    // a file this layout writes (its .tmp forms too)
+  bool can_resume = false;
+};
+
+struct OutDirState {
+  bool created = false;           // OUT did not exist: Abandon may remove the directory too
+  bool had_commit_point = false;  // a finished dataset was there (kResume keeps it)
+  bool had_files = false;         // any file of ours was there
+};
+
+Result<OutDirState> PrepareOutputDir(const std::string& out, const OutDirSpec& spec,
+                                     ExistingOutput existing);
+
+// Whether name (after dropping a ".tmp" suffix) has one of these exact names, or is a shard:
+// "shard-" followed by anything ending in one of shard_exts.
+bool MatchesLayoutFile(std::string_view name, std::initializer_list<std::string_view> names,
+                       std::initializer_list<std::string_view> shard_exts);
+
+}  // namespace ds

@@ -1,0 +1,174 @@
+#include "formats/registry.h"
+
+#include <dirent.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "formats/interop/layout_meta.h"
+#include "formats/interop/lmdb_layout.h"
+#include "formats/interop/recordio.h"
+#include "formats/interop/tfrecord.h"
+#include "formats/interop/wds.h"
+#include "formats/native/manifest.h"
+#include "formats/native/native_reader.h"
+
+namespace ds {
+
+namespace {
+
+bool EndsWith(std::string_view s, std::string_view suf) {
+  return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
+}
+
+// The layout whose shard files this name has, if any.
+std::optional<Format> ShardExtFormat(std::string_view n) {
+  if (EndsWith(n, ".tfrecord") || EndsWith(n, ".tfrec")) return Format::kTfrecord;
+  if (EndsWith(n, ".rec")) return Format::kRecordio;
+  if (EndsWith(n, ".tar")) return Format::kWds;
+  return std::nullopt;
+}
+
+// A directory whose files are all shards and sidecars of one layout (foreign WebDataset,
+// TFRecord or RecordIO shards: *.tar, *.tfrecord, *.rec with their .idx/.lst).
+std::optional<Format> DetectShardDir(const std::string& dir) {
+  DIR* d = ::opendir(dir.c_str());
+  if (!d) return std::nullopt;
+  std::optional<Format> kind;
+  bool mixed = false;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view n = e->d_name;
+    if (n == "." || n == "..") continue;
+    if (auto f = ShardExtFormat(n)) {
+      if (kind && *kind != *f) mixed = true;
+      kind = f;
+    } else if (!EndsWith(n, ".idx") && !EndsWith(n, ".lst") && n != "classes.txt") {
+      mixed = true;
+    }
+  }
+  ::closedir(d);
+  return mixed ? std::nullopt : kind;
+}
+
+bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+
+// An interop layout: named by dspack.json, or (without one) foreign shards of its kind: a
+// directory of them or one shard file.
+template <Format F>
+bool DetectInterop(const PathFacts& p) {
+  if (p.has_dspack_meta) return p.meta_format == F;
+  if (p.is_dir) return p.foreign_shards == F;
+  return p.is_file && ShardExtFormat(p.path) == F;
+}
+
+bool DetectNative(const PathFacts& p) { return p.is_dir && native::Detect(p.path); }
+
+bool DetectLmdb(const PathFacts& p) {
+  if (p.has_dspack_meta) return p.meta_format == Format::kLmdb;
+  if (p.is_dir) return Exists(p.path + "/" + lmdb::kDataName);
+  return p.is_file && EndsWith(p.path, ".mdb");
+}
+
+// In detection order: a native manifest first; LMDB's data.mdb before a shard directory.
+constexpr LayoutEntry kTable[] = {
+    {Format::kNative, "native", DetectNative, native::OpenReader, native::CreateWriter,
+     native::ListFiles, native::Verify},
+    {Format::kLmdb, "lmdb", DetectLmdb, lmdb::Open, lmdb::CreateWriter, ListInteropFiles,
+     nullptr},
+    {Format::kWds, "wds", DetectInterop<Format::kWds>, wds::Open, wds::CreateWriter,
+     ListInteropFiles, nullptr},
+    {Format::kTfrecord, "tfrecord", DetectInterop<Format::kTfrecord>, tfrecord::Open,
+     tfrecord::CreateWriter, ListInteropFiles, nullptr},
+    {Format::kRecordio, "recordio", DetectInterop<Format::kRecordio>, recordio::Open,
+     recordio::CreateWriter, ListInteropFiles, nullptr},
+};
+
+}  // namespace
+
+std::span<const LayoutEntry> LayoutTable() { return kTable; }
+
+const LayoutEntry& LayoutFor(Format f) {
+  for (const auto& e : kTable) {
+    if (e.format == f) return e;
+  }
+  return kTable[0];  // unreachable: every Format has a row (checked by the registry test)
+}
+
+PathFacts GatherPathFacts(const std::string& path) {
+  PathFacts p;
+  p.path = path;
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return p;
+  p.is_dir = S_ISDIR(st.st_mode);
+  p.is_file = S_ISREG(st.st_mode);
+  if (p.is_dir) {
+    p.has_dspack_meta = Exists(path + "/" + kLayoutMetaName);
+    if (p.has_dspack_meta) {
+      auto m = LayoutMeta::Load(path);
+      // An unreadable dspack.json is read as wds's, whose reader then names the damage.
+      p.meta_format = m.ok() ? m->format : Format::kWds;
+    } else {
+      p.foreign_shards = DetectShardDir(path);
+    }
+  }
+  return p;
+}
+
+std::optional<Format> DetectLayout(const std::string& path) {
+  PathFacts p = GatherPathFacts(path);
+  if (!p.is_dir && !p.is_file) return std::nullopt;
+  for (const auto& e : kTable) {
+    if (e.detect(p)) return e.format;
+  }
+  return std::nullopt;
+}
+
+Result<std::unique_ptr<LayoutReader>> OpenLayout(const std::string& path) {
+  auto f = DetectLayout(path);
+  if (!f) {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, path, Code::kBadInput);
+    return Status(Code::kBadInput,
+                  fmt::format("{}: not a dataset dspack reads (native, lmdb, wds, tfrecord or "
+                              "recordio); convert it to one first",
+                              path));
+  }
+  return LayoutFor(*f).open(path);
+}
+
+Result<std::unique_ptr<LayoutWriter>> CreateLayoutWriter(const std::string& out,
+                                                         const WriterOptions& options) {
+  DS_RETURN_IF_ERROR(Validate(options));
+  return LayoutFor(FormatOf(options)).create(out, options);
+}
+
+Result<std::optional<DatasetFiles>> ListDatasetFiles(const std::string& dir) {
+  auto f = DetectLayout(dir);
+  if (!f) return std::optional<DatasetFiles>();
+  return LayoutFor(*f).files(dir);
+}
+
+bool IsLayoutMetadataName(std::string_view name) {
+  size_t slash = name.rfind('/');
+  std::string_view n = slash == std::string_view::npos ? name : name.substr(slash + 1);
+  return n == native::kManifestName || n == native::kIndexName || n == kLayoutMetaName ||
+         n == native::kClassesName || EndsWith(n, ".idx") || EndsWith(n, ".lst");
+}
+
+Status VerifyLayout(const std::string& path, LayoutVerifyReport* report,
+                    const LayoutProgress& progress) {
+  // Without a commit point the native verify names what is missing (an interrupted convert).
+  Format f = DetectLayout(path).value_or(Format::kNative);
+  if (LayoutFor(f).verify) return LayoutFor(f).verify(path, report, progress);
+  // A layout whose structure is broken (truncated, bad magic) fails to open: that is the
+  // problem to report, not a reason to stop.
+  auto reader = OpenLayout(path);
+  if (!reader.ok() && reader.status().code() != Code::kCorruption) return reader.status();
+  if (!reader.ok()) {
+    report->problems.push_back(reader.status().message());
+    return Status::Ok();
+  }
+  return (*reader)->Verify(report, progress);
+}
+
+}  // namespace ds

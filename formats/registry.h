@@ -1,0 +1,47 @@
+// The table of layouts: one row per Format, in detection order. OpenLayout, DetectLayout,
+// CreateLayoutWriter, ListDatasetFiles and VerifyLayout (formats/layout.h) go through it, so
+// adding a layout is adding a row (and its room: native/, interop/). Only registry.cc names the
+// layouts' own headers.
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+
+#include "formats/layout.h"
+
+namespace ds {
+
+// What detection looks at, gathered once per path.
+struct PathFacts {
+  std::string path;
+  bool is_dir = false;
+  bool is_file = false;
+  bool has_dspack_meta = false;           // DIR/dspack.json exists
+  std::optional<Format> meta_format;      // ... and names this layout (unreadable: nullopt)
+  std::optional<Format> foreign_shards;   // DIR holds only one layout's shard files + sidecars
+};
+
+struct LayoutEntry {
+  Format format;
+  std::string_view name;
+  // Whether the path holds this layout. Rows are asked in table order; the first yes wins.
+  bool (*detect)(const PathFacts& facts);
+  Result<std::unique_ptr<LayoutReader>> (*open)(const std::string& path);
+  Result<std::unique_ptr<LayoutWriter>> (*create)(const std::string& out,
+                                                  const WriterOptions& options);
+  // The dataset's files from its metadata alone; nullopt when the directory has none.
+  Result<std::optional<DatasetFiles>> (*files)(const std::string& dir);
+  // Verify without a reader (a dataset too damaged to open still gets every check it can);
+  // null: open, then LayoutReader::Verify.
+  Status (*verify)(const std::string& path, LayoutVerifyReport* report,
+                   const LayoutProgress& progress);
+};
+
+std::span<const LayoutEntry> LayoutTable();
+const LayoutEntry& LayoutFor(Format f);
+PathFacts GatherPathFacts(const std::string& path);
+
+}  // namespace ds

@@ -1,0 +1,334 @@
+#include "formats/sources/archive_source.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "formats/sample.h"
+#include "src/checksum.h"
+#include "src/human.h"
+
+namespace ds {
+
+namespace {
+
+struct ArchiveCloser {
+  void operator()(archive* a) const { archive_read_free(a); }
+};
+using ArchivePtr = std::unique_ptr<archive, ArchiveCloser>;
+
+// The one place ARCHIVE_* results become a Status.
+Status ArchiveError(archive* a, const std::string& path, std::string_view what) {
+  const char* msg = archive_error_string(a);
+  return Status(Code::kBadInput,
+                fmt::format("{}: {} at byte {}: {}", path, what, archive_filter_bytes(a, -1),
+                            msg ? msg : "unreadable archive"),
+                archive_errno(a));
+}
+
+Result<ArchivePtr> OpenArchive(const std::string& path) {
+  ArchivePtr a(archive_read_new());
+  archive_read_support_filter_all(a.get());
+  archive_read_support_format_all(a.get());
+  if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) {
+    Status s = ArchiveError(a.get(), path, "cannot open");
+    if (archive_errno(a.get()) == ENOENT) return Status(Code::kNotFound, s.message());
+    return s;
+  }
+  return a;
+}
+
+}  // namespace
+
+Result<std::string> NormaliseArchivePath(std::string_view p) {
+  std::string out;
+  size_t pos = 0;
+  while (pos <= p.size()) {
+    size_t slash = p.find('/', pos);
+    if (slash == std::string_view::npos) slash = p.size();
+    std::string_view c = p.substr(pos, slash - pos);
+    pos = slash + 1;
+    if (c.empty() || c == ".") continue;
+    if (c == "..") {
+      return Status(Code::kBadInput, fmt::format("'{}': a '..' component could escape the "
+                                                 "extraction directory; entry refused",
+                                                 EscapeBytes(p)));
+    }
+    if (!out.empty()) out += '/';
+    out.append(c);
+  }
+  return out;
+}
+
+struct ArchiveSource::Reader {
+  ArchivePtr a;
+  size_t next = 0;          // next position in order_ to read
+  uint64_t next_entry = 0;  // ordinal of the next header in the archive
+  uint64_t bytes_out = 0;
+  uint64_t held_bytes = 0;                               // in-memory bytes of held entries
+  std::unordered_map<uint64_t, Result<InputFile>> held;  // file -> content, until its sample
+  Status dead;  // sticky: the archive cannot be read further
+};
+
+ArchiveSource::~ArchiveSource() = default;
+
+Result<std::unique_ptr<ArchiveSource>> ArchiveSource::Open(const std::string& path,
+                                                           const ArchiveOptions& options,
+                                                           const ScanErrorFn& on_error) {
+  std::unique_ptr<ArchiveSource> s(new ArchiveSource());
+  s->path_ = path;
+  s->options_ = options;
+  s->tree_ = FileTree(path);
+  DS_RETURN_IF_ERROR(s->ListEntries(on_error));
+  s->tree_.ShrinkToFit();
+  return s;
+}
+
+Status ArchiveSource::ListEntries(const ScanErrorFn& on_error) {
+  DS_ASSIGN_OR_RETURN(ArchivePtr a, OpenArchive(path_));
+  struct stat st;
+  uint64_t archive_size = ::stat(path_.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  struct Listed {
+    uint64_t ord;
+    uint64_t sample;
+    std::string path;
+  };
+  std::vector<Listed> listed;
+  std::unordered_map<uint64_t, uint64_t> sample_of_key;  // xxh3(key) -> sample
+  std::vector<uint64_t> first_listed;                    // sample -> its first entry in listed
+  std::unordered_set<uint64_t> paths;                    // xxh3(path), to find paths stored twice
+  uint64_t declared = 0;
+  Status stop;
+  for (uint64_t ord = 0;; ord++) {
+    archive_entry* e = nullptr;
+    int r = archive_read_next_header(a.get(), &e);
+    if (r == ARCHIVE_EOF) break;
+    if (r == ARCHIVE_RETRY) r = archive_read_next_header(a.get(), &e);
+    if (r < ARCHIVE_WARN) {
+      // Truncated or corrupt: the rest is unreadable. Under skip, keep what was listed.
+      stop = on_error(path_, ArchiveError(a.get(), path_, fmt::format("entry #{}", ord)));
+      break;
+    }
+    const char* raw = archive_entry_pathname(e);
+    std::string name = raw ? raw : "";
+    mode_t type = archive_entry_filetype(e);
+    if (type == AE_IFDIR) {
+      ignored_dirs_++;
+      continue;
+    }
+    // WebDataset metadata members ("__index__", dspack's "__dspack_index__") are not samples:
+    // skipped as WebDataset's tariterators skip them (docs/formats/archives.md).
+    if (name.find('/') == std::string::npos && name.size() >= 4 && name.rfind("__", 0) == 0 &&
+        name.compare(name.size() - 2, 2, "__") == 0) {
+      ignored_dirs_++;
+      continue;
+    }
+    if (type != AE_IFREG || archive_entry_hardlink(e) != nullptr) {
+      const char* what = archive_entry_hardlink(e) ? "hard link"
+                         : type == AE_IFLNK        ? "symbolic link"
+                                                   : "special file";
+      ignored_.emplace_back(name, fmt::format("{}: {} in the archive; not stored", name, what));
+      continue;
+    }
+    if (archive_entry_is_encrypted(e)) {
+      DS_RETURN_IF_ERROR(
+          on_error(name, Status(Code::kBadInput, fmt::format("{}: entry '{}' is encrypted; decrypt "
+                                                             "the archive first",
+                                                             path_, EscapeBytes(name)))));
+      continue;
+    }
+    auto norm = NormaliseArchivePath(name);
+    if (!norm.ok()) {
+      DS_RETURN_IF_ERROR(on_error(name, norm.status().Prefixed(path_)));
+      continue;
+    }
+    if (norm->empty() || !PathWanted(options_.filter, *norm)) continue;
+    if (!paths.insert(Xxh3_64(*norm)).second) {
+      DS_RETURN_IF_ERROR(on_error(
+          *norm, Status(Code::kBadInput,
+                        fmt::format("{}: duplicate key: '{}' is stored twice (entry #{}); the "
+                                    "later copy is refused",
+                                    path_, EscapeBytes(*norm), ord))));
+      continue;
+    }
+    std::string_view key = SplitPath(*norm).key;
+    auto [it, added] = sample_of_key.emplace(Xxh3_64(key), first_listed.size());
+    if (added) {
+      first_listed.push_back(listed.size());
+    } else if (SplitPath(listed[first_listed[it->second]].path).key != key) {
+      return Status(
+          Code::kBadInput,
+          fmt::format("{}: keys '{}' and '{}' collide in a 64-bit hash", path_, EscapeBytes(key),
+                      EscapeBytes(listed[first_listed[it->second]].path)));
+    }
+    if (archive_entry_size_is_set(e)) declared += static_cast<uint64_t>(archive_entry_size(e));
+    if (archive_size > 0 && declared > options_.max_expansion * archive_size + (64 << 20)) {
+      return Status(Code::kBadInput,
+                    fmt::format("{}: entries declare {} from a {} archive, beyond the expansion "
+                                "limit of {}x (a zip bomb?); raise `max_expansion` if it is "
+                                "genuine",
+                                path_, FormatBytes(declared), FormatBytes(archive_size),
+                                options_.max_expansion));
+    }
+    listed.push_back({ord, it->second, std::move(norm).value()});
+  }
+  DS_RETURN_IF_ERROR(stop);
+  // Samples in order of first appearance; fields by name, as in a directory.
+  std::vector<uint64_t> idx(listed.size());
+  for (uint64_t i = 0; i < idx.size(); i++) idx[i] = i;
+  std::sort(idx.begin(), idx.end(), [&](uint64_t x, uint64_t y) {
+    if (listed[x].sample != listed[y].sample) return listed[x].sample < listed[y].sample;
+    return SplitPath(listed[x].path).field < SplitPath(listed[y].path).field;
+  });
+  order_.reserve(listed.size());
+  sample_of_file_.reserve(listed.size());
+  for (uint64_t file = 0; file < idx.size(); file++) {
+    const Listed& l = listed[idx[file]];
+    tree_.Append(l.path);
+    order_.emplace_back(l.ord, file);
+    sample_of_file_.push_back(l.sample);
+  }
+  std::sort(order_.begin(), order_.end());
+  return Status::Ok();
+}
+
+// Reads the entry at order_[reader_->next] (whose header is current) into memory or a spool.
+Result<InputFile> ArchiveSource::ReadEntry(uint64_t file) {
+  Reader& rd = *reader_;
+  std::string path(tree_.path(file));
+  archive_entry* e = nullptr;
+  uint64_t want = order_[rd.next].first;
+  while (rd.next_entry <= want) {
+    int r = archive_read_next_header(rd.a.get(), &e);
+    if (r == ARCHIVE_RETRY) r = archive_read_next_header(rd.a.get(), &e);
+    if (r == ARCHIVE_EOF) {
+      rd.dead = Status(Code::kBadInput, fmt::format("{}: ends before entry #{} ({}); it changed "
+                                                    "since it was listed",
+                                                    path_, want, EscapeBytes(path)));
+      return rd.dead;
+    }
+    if (r < ARCHIVE_WARN) {
+      rd.dead = ArchiveError(rd.a.get(), path_, fmt::format("entry #{}", rd.next_entry));
+      return rd.dead;
+    }
+    rd.next_entry++;
+  }
+  uint64_t size = archive_entry_size_is_set(e) ? static_cast<uint64_t>(archive_entry_size(e)) : 0;
+  auto data_error = [&](la_ssize_t r) {
+    Status s = ArchiveError(rd.a.get(), path_, "reading entry '" + EscapeBytes(path) + "'");
+    if (r == ARCHIVE_FATAL) rd.dead = s;
+    return s;
+  };
+  auto check_ratio = [&]() -> Status {
+    uint64_t in = static_cast<uint64_t>(archive_filter_bytes(rd.a.get(), -1));
+    if (rd.bytes_out > options_.max_expansion * in + (64 << 20)) {
+      rd.dead = Status(Code::kBadInput,
+                       fmt::format("{}: entry '{}' expands beyond {}x the compressed bytes read "
+                                   "(a zip bomb?); raise `max_expansion` if it is genuine",
+                                   path_, EscapeBytes(path), options_.max_expansion));
+      return rd.dead;
+    }
+    return Status::Ok();
+  };
+  if (size <= options_.inline_limit && rd.held_bytes + size <= kHoldBudget) {
+    std::unique_ptr<char[]> buf(new char[size + 1]);
+    uint64_t got = 0;
+    for (;;) {
+      la_ssize_t r = archive_read_data(rd.a.get(), buf.get() + got, size + 1 - got);
+      if (r < 0) return data_error(r);
+      if (r == 0) break;
+      got += static_cast<uint64_t>(r);
+      rd.bytes_out += static_cast<uint64_t>(r);
+      if (got > size) break;
+    }
+    DS_RETURN_IF_ERROR(check_ratio());
+    if (got != size) {
+      return Status(Code::kBadInput, fmt::format("{}: entry '{}' holds {} bytes, its header says "
+                                                 "{}",
+                                                 path_, EscapeBytes(path), got, size));
+    }
+    rd.held_bytes += size;
+    return InputFile::FromMemory(path, std::move(buf), size);
+  }
+  // Big entry: spool to an unnamed file next to the output, then stream it from there.
+  int fd = ::open(options_.spool_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::FromErrno(errno, "cannot spool in " + options_.spool_dir);
+  OwnedFd spool(fd);
+  std::unique_ptr<char[]> buf(new char[1 << 20]);
+  uint64_t got = 0;
+  for (;;) {
+    la_ssize_t r = archive_read_data(rd.a.get(), buf.get(), 1 << 20);
+    if (r < 0) return data_error(r);
+    if (r == 0) break;
+    got += static_cast<uint64_t>(r);
+    rd.bytes_out += static_cast<uint64_t>(r);
+    DS_RETURN_IF_ERROR(check_ratio());
+    DS_RETURN_IF_ERROR(WriteFull(fd, buf.get(), static_cast<size_t>(r), "spool file"));
+  }
+  if (got != size) {
+    return Status(Code::kBadInput, fmt::format("{}: entry '{}' holds {} bytes, its header says {}",
+                                               path_, EscapeBytes(path), got, size));
+  }
+  if (::lseek(fd, 0, SEEK_SET) != 0) return Status::FromErrno(errno, "spool file: lseek");
+  return InputFile::FromFd(path, std::move(spool), size);
+}
+
+std::unique_ptr<LoadedSample> ArchiveSource::Load(uint64_t i) {
+  auto l = std::make_unique<LoadedSample>();
+  l->sample = i;
+  if (!reader_) {
+    reader_ = std::make_unique<Reader>();
+    auto a = OpenArchive(path_);
+    if (a.ok())
+      reader_->a = std::move(a).value();
+    else
+      reader_->dead = a.status();
+  }
+  Reader& rd = *reader_;
+  auto [begin, end] = tree_.files_of(i);
+  // Read entries in archive order until every file of sample i is held. Entries of earlier
+  // samples (before a resume point) are passed over unread.
+  auto complete = [&] {
+    for (uint64_t f = begin; f < end; f++) {
+      if (!rd.held.count(f)) return false;
+    }
+    return true;
+  };
+  while (!complete() && rd.dead.ok() && rd.next < order_.size()) {
+    uint64_t file = order_[rd.next].second;
+    if (sample_of_file_[file] < i) {
+      rd.next++;  // its header is skipped by the next ReadEntry
+      continue;
+    }
+    rd.held.emplace(file, ReadEntry(file));
+    rd.next++;
+  }
+  for (uint64_t f = begin; f < end; f++) {
+    auto it = rd.held.find(f);
+    Status st = it == rd.held.end() ? rd.dead : it->second.status();
+    if (st.ok() && it == rd.held.end()) {
+      st = Status(Code::kBadInput, path_ + ": entry missing on the second read");
+    }
+    if (!st.ok()) {
+      if (l->status.ok()) {
+        l->status = st;
+        l->bad_path = std::string(tree_.path(f));
+      }
+    } else {
+      InputFile in = std::move(it->second).value();
+      if (in.is_inline()) rd.held_bytes -= in.size();
+      l->files.push_back(std::move(in));
+    }
+    if (it != rd.held.end()) rd.held.erase(it);
+  }
+  return l;
+}
+
+}  // namespace ds

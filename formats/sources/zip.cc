@@ -1,0 +1,467 @@
+// The zip reader (docs/formats/zip.md). The writer is in zip_writer.cc.
+#include "formats/sources/zip.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cctype>
+#include <limits>
+#include <tuple>
+
+#include "formats/sample.h"
+#include "src/endian.h"
+#include "src/human.h"
+
+namespace ds {
+
+namespace {
+
+using namespace zip;
+
+// Deflate cannot expand by more than 1032:1 (258-byte matches coded in 2 bits), so a member
+// declaring more is corrupt; this also bounds what a garbage header can make us allocate.
+constexpr uint64_t kMaxDeflateRatio = 1032;
+// zlib counts in 32-bit uInt: feed it at most this much at a time.
+constexpr uint64_t kZlibChunk = 1u << 30;
+
+std::string_view MethodName(uint16_t method) {
+  switch (method) {
+    case 1:
+      return "shrink";
+    case 6:
+      return "implode";
+    case 9:
+      return "deflate64";
+    case 12:
+      return "bzip2";
+    case 14:
+      return "lzma";
+    case 93:
+      return "zstd";
+    case 95:
+      return "xz";
+    case 98:
+      return "ppmd";
+    default:
+      return "unknown";
+  }
+}
+
+// FileTree::Scan order (formats/sources/dir_source.cc): in each directory its files by (key, field),
+// then its sub-directories by name, bytewise.
+bool ScanOrderLess(std::string_view a, std::string_view b) {
+  for (;;) {
+    size_t sa = a.find('/'), sb = b.find('/');
+    bool a_dir = sa != std::string_view::npos, b_dir = sb != std::string_view::npos;
+    if (a_dir != b_dir) return b_dir;  // files before sub-directories
+    if (!a_dir) {
+      KeyField ka = SplitPath(a), kb = SplitPath(b);
+      return std::tie(ka.key, ka.field) < std::tie(kb.key, kb.field);
+    }
+    std::string_view da = a.substr(0, sa), db = b.substr(0, sb);
+    if (da != db) return da < db;
+    a.remove_prefix(sa + 1);
+    b.remove_prefix(sb + 1);
+  }
+}
+
+// Reads a 64-bit Zip64 value in place of a 32-bit (or 16-bit disk) field holding all ones.
+bool TakeZip64(std::string_view* data, uint64_t* v, size_t width) {
+  if (data->size() < width) return false;
+  *v = width == 8 ? LoadLE64(data->data()) : LoadLE32(data->data());
+  data->remove_prefix(width);
+  return true;
+}
+
+// Per-thread raw inflate state, reset per member (zipfile makes a decompressobj(-15) each time).
+struct Inflater {
+  z_stream z{};
+  bool ok = false;
+  Inflater() { ok = inflateInit2(&z, -MAX_WBITS) == Z_OK; }
+  ~Inflater() {
+    if (ok) inflateEnd(&z);
+  }
+};
+
+uint32_t Crc32(std::string_view data) {
+  return static_cast<uint32_t>(
+      crc32_z(0, reinterpret_cast<const Bytef*>(data.data()), data.size()));
+}
+
+}  // namespace
+
+struct ZipArchive::Eocd {
+  uint64_t entries = 0;
+  uint64_t cd_size = 0;
+  uint64_t cd_start = 0;  // where the central directory really is (prepended bytes included)
+  uint64_t prepended = 0;
+};
+
+std::string ZipArchive::Where(uint64_t m) const {
+  return fmt::format("{}: member {} at offset {}", path_, EscapeBytes(member_name(m)),
+                     members_[m].local_offset);
+}
+
+Result<ZipArchive> ZipArchive::Open(const std::string& path) {
+  ZipArchive z;
+  z.path_ = path;
+  DS_ASSIGN_OR_RETURN(z.fd_, OpenFile(path, O_RDONLY));
+  DS_ASSIGN_OR_RETURN(z.file_size_, FileSize(z.fd_.get(), path));
+  DS_ASSIGN_OR_RETURN(Eocd eocd, z.ReadEocd());
+  DS_RETURN_IF_ERROR(z.ReadCentralDirectory(eocd));
+  return z;
+}
+
+Result<ZipArchive::Eocd> ZipArchive::ReadEocd() const {
+  const int fd = fd_.get();
+  uint64_t tail = std::min<uint64_t>(file_size_, kEocdSize + kMaxComment);
+  std::string buf(tail, '\0');
+  DS_RETURN_IF_ERROR(ReadFullAt(fd, buf.data(), tail, file_size_ - tail, path_));
+  uint64_t eocd_pos = file_size_;
+  for (size_t i = tail >= kEocdSize ? tail - kEocdSize + 1 : 0; i-- > 0;) {
+    if (LoadLE32(&buf[i]) == kEocdSig && i + kEocdSize + LoadLE16(&buf[i + 20]) <= tail) {
+      eocd_pos = file_size_ - tail + i;
+      break;
+    }
+  }
+  if (eocd_pos == file_size_) {
+    return Status(Code::kBadInput,
+                  fmt::format("{}: no end of central directory record in its last {} bytes (of "
+                              "{}): not a zip file, or truncated (copy it again)",
+                              path_, tail, file_size_));
+  }
+  const char* e = &buf[eocd_pos - (file_size_ - tail)];
+  uint64_t disk = LoadLE16(e + 4), cd_disk = LoadLE16(e + 6);
+  uint64_t disk_entries = LoadLE16(e + 8);
+  Eocd r;
+  r.entries = LoadLE16(e + 10);
+  r.cd_size = LoadLE32(e + 12);
+  uint64_t cd_offset = LoadLE32(e + 16);
+  uint64_t cd_end = eocd_pos;  // the central directory ends where the end records begin
+  uint64_t disks = 1;
+
+  if (eocd_pos >= kLocator64Size) {
+    char loc[kLocator64Size];
+    uint64_t loc_pos = eocd_pos - kLocator64Size;
+    DS_RETURN_IF_ERROR(ReadFullAt(fd, loc, sizeof loc, loc_pos, path_));
+    if (LoadLE32(loc) == kLocator64Sig) {
+      disks = LoadLE32(loc + 16);
+      // The locator's offset ignores prepended bytes; zipfile looks right before the locator.
+      uint64_t candidates[] = {LoadLE64(loc + 8),
+                               loc_pos >= kEocd64Size ? loc_pos - kEocd64Size : loc_pos};
+      char rec[kEocd64Size];
+      uint64_t rec_pos = loc_pos;
+      for (uint64_t c : candidates) {
+        if (c > loc_pos || loc_pos - c < kEocd64Size) continue;
+        DS_RETURN_IF_ERROR(ReadFullAt(fd, rec, sizeof rec, c, path_));
+        if (LoadLE32(rec) == kEocd64Sig) {
+          rec_pos = c;
+          break;
+        }
+      }
+      if (rec_pos == loc_pos) {
+        return Status(Code::kBadInput,
+                      fmt::format("{}: Zip64 end of central directory locator at offset {} points "
+                                  "to offset {}, which holds no Zip64 end record: corrupt zip",
+                                  path_, loc_pos, LoadLE64(loc + 8)));
+      }
+      disk = LoadLE32(rec + 16);
+      cd_disk = LoadLE32(rec + 20);
+      disk_entries = LoadLE64(rec + 24);
+      r.entries = LoadLE64(rec + 32);
+      r.cd_size = LoadLE64(rec + 40);
+      cd_offset = LoadLE64(rec + 48);
+      cd_end = rec_pos;
+    }
+  }
+  if (disk != 0 || cd_disk != 0 || disks > 1 || disk_entries != r.entries) {
+    return Status(Code::kBadInput,
+                  fmt::format("{}: end record at offset {}: a multi-disk (split or spanned) "
+                              "archive; join the parts first (Info-ZIP: zip -s 0 SPLIT.zip -O WHOLE.zip)",
+                              path_, eocd_pos));
+  }
+  if (r.cd_size > cd_end || cd_offset > cd_end - r.cd_size) {
+    return Status(Code::kBadInput,
+                  fmt::format("{}: central directory ({} bytes at offset {}) runs past its end "
+                              "record at offset {} (file size {}): truncated or corrupt zip (copy "
+                              "it again)",
+                              path_, r.cd_size, cd_offset, cd_end, file_size_));
+  }
+  // As zipfile: bytes before the zip (a self-extractor stub) shift every offset by this much.
+  r.prepended = cd_end - r.cd_size - cd_offset;
+  r.cd_start = cd_offset + r.prepended;
+  return r;
+}
+
+Status ZipArchive::CheckSupported(std::string_view name, const Member& m, std::string_view header,
+                                  uint64_t offset) const {
+  auto where = [&] {
+    return fmt::format("{}: member {} ({} at offset {})", path_, EscapeBytes(name), header, offset);
+  };
+  if (m.flags & (kFlagEncrypted | kFlagStrongEncryption)) {
+    return Status(Code::kBadInput,
+                  fmt::format("{}: encrypted member {} ({} at offset {}): decrypt first (unzip "
+                              "-P PASSWORD, then zip again without -e/-P)",
+                              path_, EscapeBytes(name), header, offset));
+  }
+  if (m.flags & kFlagPatched) {
+    return Status(Code::kBadInput, where() +
+                                       ": compressed patched data (flag bit 5) is not "
+                                       "supported; re-create the zip");
+  }
+  if (m.method != kMethodStore && m.method != kMethodDeflate) {
+    return Status(Code::kBadInput,
+                  fmt::format("{}: unsupported compression method {} ({}); dspack reads stored "
+                              "(0) and deflated (8) members: re-create the zip with zip -r (or "
+                              "zipfile.ZIP_DEFLATED)",
+                              where(), m.method, MethodName(m.method)));
+  }
+  if (m.method == kMethodStore && m.compressed_size != m.size) {
+    return Status(Code::kBadInput,
+                  fmt::format("{}: stored, yet its compressed size {} differs from its size {}: "
+                              "corrupt zip",
+                              where(), m.compressed_size, m.size));
+  }
+  if (m.method == kMethodDeflate && m.size / kMaxDeflateRatio > m.compressed_size) {
+    return Status(Code::kBadInput,
+                  fmt::format("{}: declares {} bytes from {} deflated bytes, more than deflate "
+                              "expands to (1032:1): corrupt zip",
+                              where(), m.size, m.compressed_size));
+  }
+  return Status::Ok();
+}
+
+Status ZipArchive::ReadCentralDirectory(const Eocd& eocd) {
+  if (eocd.cd_size >= 4) {  // a garbage end record must not make us read a huge directory
+    char sig[4];
+    DS_RETURN_IF_ERROR(ReadFullAt(fd_.get(), sig, sizeof sig, eocd.cd_start, path_));
+    if (LoadLE32(sig) != kCentralSig) {
+      return Status(Code::kBadInput,
+                    fmt::format("{}: offset {}: no central directory entry signature where the "
+                                "end record puts the central directory: corrupt zip",
+                                path_, eocd.cd_start));
+    }
+  }
+  std::string cd(eocd.cd_size, '\0');  // cd_size <= file size, checked in ReadEocd
+  DS_RETURN_IF_ERROR(ReadFullAt(fd_.get(), cd.data(), cd.size(), eocd.cd_start, path_));
+  struct Entry {
+    std::string_view name;
+    Member m;
+  };
+  std::vector<Entry> entries;
+  entries.reserve(std::min<uint64_t>(eocd.entries, cd.size() / kCentralSize));
+  // As zipfile, the entries are read until the directory's size is used up (the count in the
+  // end record is only a hint: old writers wrap it at 65536).
+  for (size_t pos = 0; pos < cd.size();) {
+    const uint64_t at = eocd.cd_start + pos;
+    const char* p = cd.data() + pos;
+    size_t left = cd.size() - pos;
+    if (left < kCentralSize || LoadLE32(p) != kCentralSig) {
+      return Status(Code::kBadInput,
+                    fmt::format("{}: offset {}: {} (entry {} of the central directory, which "
+                                "ends at offset {}): corrupt zip",
+                                path_, at,
+                                left < kCentralSize ? "truncated central directory entry"
+                                                    : "no central directory entry signature",
+                                entries.size(), eocd.cd_start + cd.size()));
+    }
+    uint64_t name_len = LoadLE16(p + 28), extra_len = LoadLE16(p + 30);
+    uint64_t comment_len = LoadLE16(p + 32);
+    if (kCentralSize + name_len + extra_len + comment_len > left) {
+      return Status(Code::kBadInput,
+                    fmt::format("{}: offset {}: central directory entry {} runs past the end of "
+                                "the central directory (offset {}): corrupt zip",
+                                path_, at, entries.size(), eocd.cd_start + cd.size()));
+    }
+    Entry e;
+    e.name = std::string_view(p + kCentralSize, name_len);
+    e.m.flags = LoadLE16(p + 8);
+    e.m.method = LoadLE16(p + 10);
+    e.m.crc32 = LoadLE32(p + 16);
+    e.m.compressed_size = LoadLE32(p + 20);
+    e.m.size = LoadLE32(p + 24);
+    uint64_t disk = LoadLE16(p + 34);
+    uint64_t offset = LoadLE32(p + 42);
+    pos += kCentralSize + name_len + extra_len + comment_len;
+
+    // Zip64 extended information (0x0001): the 64-bit values of the fields holding all ones,
+    // in this order. Without it, all ones is taken literally, as zipfile does.
+    std::string_view extra(p + kCentralSize + name_len, extra_len);
+    while (extra.size() >= 4) {
+      uint16_t id = LoadLE16(extra.data()), len = LoadLE16(extra.data() + 2);
+      if (len > extra.size() - 4) break;
+      std::string_view data = extra.substr(4, len);
+      extra.remove_prefix(4 + len);
+      if (id != kZip64ExtraId) continue;
+      if ((e.m.size == kMax32 && !TakeZip64(&data, &e.m.size, 8)) ||
+          (e.m.compressed_size == kMax32 && !TakeZip64(&data, &e.m.compressed_size, 8)) ||
+          (offset == kMax32 && !TakeZip64(&data, &offset, 8)) ||
+          (disk == kMax16 && !TakeZip64(&data, &disk, 4))) {
+        return Status(Code::kBadInput,
+                      fmt::format("{}: member {} (central directory entry at offset {}): its "
+                                  "Zip64 extra field ({} bytes) lacks a size or offset that the "
+                                  "entry defers to it: corrupt zip",
+                                  path_, EscapeBytes(e.name), at, len));
+      }
+      break;
+    }
+    e.m.local_offset = offset > std::numeric_limits<uint64_t>::max() - eocd.prepended
+                           ? std::numeric_limits<uint64_t>::max()
+                           : offset + eocd.prepended;
+    if (name_len == 0 || e.name.back() == '/') continue;  // a directory entry
+    DS_RETURN_IF_ERROR(CheckSupported(e.name, e.m, "central directory entry", at));
+    entries.push_back(e);
+  }
+  std::stable_sort(entries.begin(), entries.end(),
+                   [](const Entry& a, const Entry& b) { return ScanOrderLess(a.name, b.name); });
+  tree_ = FileTree(path_);
+  members_.reserve(entries.size());
+  for (const auto& e : entries) {
+    tree_.Append(e.name);
+    members_.push_back(e.m);
+    payload_bytes_ += e.m.size;
+  }
+  tree_.ShrinkToFit();
+  return Status::Ok();
+}
+
+Status ZipArchive::Inflate(uint64_t mi, std::string_view in, std::string* out) const {
+  const Member& m = members_[mi];
+  thread_local Inflater inf;
+  if (!inf.ok) return Status(Code::kInternal, Where(mi) + ": inflateInit2 failed (out of memory)");
+  z_stream& z = inf.z;
+  inflateReset(&z);
+  out->resize(m.size);  // bounded: m.size <= 1032 * compressed size, checked at Open
+  auto* next_in = reinterpret_cast<const Bytef*>(in.data());
+  auto* next_out = reinterpret_cast<Bytef*>(out->data());
+  uint64_t in_left = in.size(), out_left = m.size;
+  z.avail_in = z.avail_out = 0;
+  int rc;
+  for (;;) {
+    if (z.avail_in == 0 && in_left > 0) {
+      z.next_in = const_cast<Bytef*>(next_in);
+      z.avail_in = static_cast<uInt>(std::min(in_left, kZlibChunk));
+      next_in += z.avail_in;
+      in_left -= z.avail_in;
+    }
+    if (z.avail_out == 0 && out_left > 0) {
+      z.next_out = next_out;
+      z.avail_out = static_cast<uInt>(std::min(out_left, kZlibChunk));
+      next_out += z.avail_out;
+      out_left -= z.avail_out;
+    }
+    rc = inflate(&z, Z_NO_FLUSH);
+    if (rc != Z_OK) break;
+  }
+  uint64_t consumed = in.size() - in_left - z.avail_in;
+  uint64_t produced = m.size - out_left - z.avail_out;
+  if (rc == Z_STREAM_END && produced == m.size && consumed == m.compressed_size) {
+    return Status::Ok();
+  }
+  std::string what;
+  if (rc == Z_STREAM_END && produced != m.size) {
+    what = fmt::format("inflates to {} bytes, the central directory says {}", produced, m.size);
+  } else if (rc == Z_STREAM_END) {
+    what = fmt::format("the deflate stream ends after {} of its {} compressed bytes", consumed,
+                       m.compressed_size);
+  } else if (rc == Z_BUF_ERROR && produced == m.size) {
+    what = fmt::format("inflates to more than the {} bytes the central directory says", m.size);
+  } else if (rc == Z_BUF_ERROR) {
+    what = fmt::format("the deflate stream is cut short after {} compressed bytes", consumed);
+  } else {
+    what = fmt::format("invalid deflate data after {} of {} compressed bytes ({})", consumed,
+                       m.compressed_size, z.msg ? z.msg : "zlib error " + std::to_string(rc));
+  }
+  return Status(Code::kCorruption,
+                fmt::format("{}: {}: corrupt data (fetch the zip again)", Where(mi), what));
+}
+
+Result<uint64_t> ZipArchive::ReadMember(uint64_t mi, std::string* out) const {
+  thread_local std::string raw;
+  const Member& m = members_[mi];
+  std::string_view name = member_name(mi);
+  if (m.local_offset >= file_size_ || file_size_ - m.local_offset < kLocalSize) {
+    return Status(Code::kBadInput,
+                  fmt::format("{}: the local header lies past the end of the file ({} bytes): "
+                              "truncated or corrupt zip (copy it again)",
+                              Where(mi), file_size_));
+  }
+  char h[kLocalSize];
+  DS_RETURN_IF_ERROR(ReadFullAt(fd_.get(), h, sizeof h, m.local_offset, path_));
+  if (LoadLE32(h) != kLocalSig) {
+    return Status(Code::kBadInput,
+                  fmt::format("{}: no local file header signature there (found {:08x}, want "
+                              "{:08x}): corrupt zip, or a wrong offset in the central directory",
+                              Where(mi), LoadLE32(h), kLocalSig));
+  }
+  uint16_t flags = LoadLE16(h + 6);
+  if (flags & (kFlagEncrypted | kFlagStrongEncryption | kFlagPatched)) {
+    Member local = m;
+    local.flags = flags;
+    DS_RETURN_IF_ERROR(CheckSupported(name, local, "local header", m.local_offset));
+  }
+  uint64_t head = LoadLE16(h + 26) + uint64_t{LoadLE16(h + 28)};  // name + extra
+  uint64_t avail = file_size_ - m.local_offset - kLocalSize;
+  if (head > avail || m.compressed_size > avail - head) {
+    return Status(
+        Code::kBadInput,
+        fmt::format("{}: its {} bytes of data at offset {} run past the end of the file "
+                    "({} bytes): truncated zip (copy it again)",
+                    Where(mi), m.compressed_size, m.local_offset + kLocalSize + head, file_size_));
+  }
+  raw.resize(head + m.compressed_size);
+  DS_RETURN_IF_ERROR(
+      ReadFullAt(fd_.get(), raw.data(), raw.size(), m.local_offset + kLocalSize, path_));
+  std::string_view local_name(raw.data(), LoadLE16(h + 26));
+  if (local_name != name) {
+    return Status(Code::kBadInput,
+                  fmt::format("{}: the local header names it {}: corrupt zip (central directory "
+                              "and local header disagree)",
+                              Where(mi), EscapeBytes(local_name)));
+  }
+  std::string_view data = std::string_view(raw).substr(head);
+  if (m.method == kMethodDeflate) {
+    DS_RETURN_IF_ERROR(Inflate(mi, data, out));
+  } else {
+    out->assign(data);
+  }
+  uint32_t crc = Crc32(*out);
+  if (crc != m.crc32) {
+    return Status(Code::kCorruption,
+                  fmt::format("{}: CRC-32 mismatch (computed {:08x}, the central directory says "
+                              "{:08x}): corrupt data (fetch the zip again)",
+                              Where(mi), crc, m.crc32));
+  }
+  return static_cast<uint64_t>(out->size());
+}
+
+Result<uint64_t> ZipArchive::ReadSample(uint64_t s) const {
+  thread_local std::string buf;
+  uint64_t bytes = 0;
+  auto [begin, end] = files_of(s);
+  for (uint64_t m = begin; m < end; m++) {
+    DS_ASSIGN_OR_RETURN(uint64_t n, ReadMember(m, &buf));
+    bytes += n;
+  }
+  return bytes;
+}
+
+bool LooksLikeZip(const std::string& path) {
+  std::string base = path.substr(path.rfind('/') + 1);  // npos + 1 == 0
+  if (base.size() > 4) {
+    std::string ext = base.substr(base.size() - 4);
+    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (ext == ".zip") return true;
+  }
+  auto fd = OpenFile(path, O_RDONLY);
+  if (!fd.ok()) return false;
+  char magic[4];
+  auto n = ReadUpTo(fd->get(), magic, sizeof magic, path);
+  if (!n.ok() || *n != sizeof magic) return false;
+  uint32_t sig = LoadLE32(magic);
+  return sig == kLocalSig || sig == kEocdSig;
+}
+
+}  // namespace ds

@@ -1,0 +1,209 @@
+// The layout framework: the registry table, per-layout options and their validation, option
+// names rendered as flags, the metadata callers get through the interface (files, shard ranges,
+// sample sizes) and the batched read (every layout, checked against Get; K reads in flight).
+#include "formats/registry.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <numeric>
+
+#include "formats/layout.h"
+#include "formats/layout_options.h"
+#include "src/random.h"
+#include "test_util.h"
+
+using namespace ds;
+
+namespace {
+
+const Format kAll[] = {Format::kNative, Format::kWds, Format::kTfrecord, Format::kRecordio,
+                       Format::kLmdb};
+
+std::string WriteDataset(const std::string& out, Format f, int n) {
+  LayoutKnobs k;
+  if (f != Format::kLmdb) k.shard_size = 64 << 10;
+  auto o = MakeWriterOptions(f, k, {});
+  REQUIRE(o.ok());
+  auto w = CreateLayoutWriter(out, *o);
+  REQUIRE(w.ok());
+  Rng rng(static_cast<uint64_t>(f) + 1);
+  for (int i = 0; i < n; i++) {
+    std::string data(500 + rng.Below(20000), '\0');
+    rng.Fill(data.data(), data.size());
+    REQUIRE((*w)->Add({"k/" + std::to_string(i), {{"bin", data}, {"txt", "t" + std::to_string(i)}}})
+                .ok());
+  }
+  REQUIRE((*w)->Finish(nullptr).ok());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("registry: every format has one row, found by its name", "[formats]") {
+  REQUIRE(LayoutTable().size() == std::size(kAll));
+  for (Format f : kAll) {
+    CHECK(LayoutFor(f).format == f);
+    auto back = ParseFormat(FormatName(f));
+    REQUIRE(back.ok());
+    CHECK(*back == f);
+  }
+  CHECK_FALSE(ParseFormat("parquet").ok());
+}
+
+TEST_CASE("options: each default once, validated at the boundary, unknown knobs refused",
+          "[formats]") {
+  auto native = MakeWriterOptions(Format::kNative, {}, {});
+  REQUIRE(native.ok());
+  CHECK(std::get<NativeOptions>(*native).shard_size == kDefaultShardSize);
+  CHECK(std::get<NativeOptions>(*native).align == kDefaultAlign);
+  for (Format f : {Format::kNative, Format::kWds, Format::kTfrecord, Format::kRecordio}) {
+    INFO(FormatName(f));
+    LayoutKnobs tiny;
+    tiny.shard_size = 1;  // wds used to write a shard per sample with exit 0
+    auto o = MakeWriterOptions(f, tiny, {});
+    REQUIRE_FALSE(o.ok());
+    CHECK(o.status().code() == Code::kInvalidArgument);
+    CHECK_THAT(o.status().message(), Catch::Contains("`shard_size` 1 B: must be at least 4.0 KiB"));
+  }
+  LayoutKnobs sharded;
+  sharded.shard_size = 1 << 20;
+  auto lmdb = MakeWriterOptions(Format::kLmdb, sharded, {});
+  REQUIRE_FALSE(lmdb.ok());
+  CHECK_THAT(lmdb.status().message(), Catch::Contains("`shard_size` does not apply to lmdb"));
+  LayoutKnobs align;
+  align.align = 3;
+  CHECK_THAT(MakeWriterOptions(Format::kNative, align, {}).status().message(),
+             Catch::Contains("`align` 3: must be a power of two"));
+  align.align = 4096;
+  CHECK_THAT(MakeWriterOptions(Format::kWds, align, {}).status().message(),
+             Catch::Contains("`align` does not apply to wds"));
+  LayoutKnobs dali;
+  dali.dali_index = true;
+  CHECK_FALSE(MakeWriterOptions(Format::kTfrecord, dali, {}).ok());
+  CHECK(MakeWriterOptions(Format::kWds, dali, {}).ok());
+  CHECK(ParseLmdbLayout("sample").value() == LmdbLayout::kSample);
+  CHECK_FALSE(ParseLmdbLayout("page").ok());
+}
+
+TEST_CASE("option names render as a CLI's flags; unknown ones stay fields", "[formats]") {
+  const OptionName names[] = {{"existing=replace", "--force"}, {"shard_size", "--shard-size"}};
+  CHECK(RenderOptionNames("d: already holds a dataset; pass `existing=replace` to replace it",
+                          names) == "d: already holds a dataset; pass --force to replace it");
+  CHECK(RenderOptionNames("`shard_size` 1 B and `other`", names) ==
+        "--shard-size 1 B and `other`");
+  CHECK(RenderOptionNames("a lone ` stays", names) == "a lone ` stays");
+  CHECK(RenderOptionNames("", names).empty());
+}
+
+TEST_CASE("every layout: files, shard ranges and sample sizes through the interface",
+          "[formats]") {
+  test::TempDir dir;
+  for (Format f : kAll) {
+    INFO(FormatName(f));
+    std::string out = WriteDataset(dir / std::string(FormatName(f)), f, 60);
+    auto r = OpenLayout(out);
+    REQUIRE(r.ok());
+    auto files = (*r)->Files();
+    REQUIRE(files.ok());
+    CHECK_FALSE(files->commit_point.empty());
+    REQUIRE_FALSE(files->shards.empty());
+    for (const auto& s : files->shards) {
+      CHECK(s.xxh3.has_value());
+      CHECK(std::filesystem::file_size(out + "/" + s.name) == s.size);
+    }
+    auto listed = ListDatasetFiles(out);
+    REQUIRE(listed.ok());
+    REQUIRE(listed->has_value());
+    CHECK((*listed)->shards.size() == files->shards.size());
+
+    auto ranges = (*r)->ShardRanges();
+    REQUIRE(ranges.ok());
+    uint64_t next = 0;
+    for (const auto& sr : *ranges) {
+      CHECK(sr.first_sample == next);
+      next += sr.samples;
+    }
+    CHECK(next == (*r)->size());
+    if (f != Format::kLmdb) CHECK(ranges->size() > 1);  // 64 KiB shards
+
+    auto sizes = (*r)->SampleSizes();
+    REQUIRE(sizes.ok());
+    REQUIRE(sizes->size() == (*r)->size());
+    for (uint64_t i = 0; i < sizes->size(); i++) {
+      CHECK((*sizes)[i] >= (*r)->Get(i)->payload_bytes());
+    }
+  }
+  auto plain = ListDatasetFiles(dir.path());
+  REQUIRE(plain.ok());
+  CHECK_FALSE(plain->has_value());
+  CHECK(IsLayoutMetadataName("a/b/manifest.json"));
+  CHECK(IsLayoutMetadataName("shard-000001.idx"));
+  CHECK_FALSE(IsLayoutMetadataName("shard-000001.tar"));
+}
+
+TEST_CASE("ReadBatch: every layout, any order and repeats, the same samples as Get",
+          "[formats]") {
+  test::TempDir dir;
+  for (Format f : kAll) {
+    INFO(FormatName(f));
+    std::string out = WriteDataset(dir / std::string(FormatName(f)), f, 120);
+    auto r = OpenLayout(out);
+    REQUIRE(r.ok());
+    std::vector<uint64_t> idx(300);
+    Rng rng(3);
+    for (auto& i : idx) i = rng.Below((*r)->size());
+    for (bool uring : {true, false}) {
+      std::vector<Sample> got;
+      BatchReadStats st;
+      REQUIRE((*r)->ReadBatch(idx, {8, uring}, &got, &st).ok());
+      REQUIRE(got.size() == idx.size());
+      for (size_t j = 0; j < idx.size(); j++) {
+        auto want = (*r)->Get(idx[j]);
+        REQUIRE(want.ok());
+        CHECK(got[j].key == want->key);
+        CHECK(got[j].fields == want->fields);
+      }
+      if (st.engine == "io_uring") {
+        CHECK(f != Format::kLmdb);
+        CHECK(st.peak_inflight == 8);  // the engine's own count of reads outstanding
+        CHECK(st.reads >= idx.size());
+      } else {
+        CHECK(st.engine == "threads");
+      }
+    }
+    std::vector<Sample> none;
+    CHECK((*r)->ReadBatch({}, {}, &none).ok());
+    CHECK(none.empty());
+  }
+}
+
+TEST_CASE("ReadBatch: a flipped byte is a corruption naming the sample; nothing crashes",
+          "[formats]") {
+  test::TempDir dir;
+  std::string out = WriteDataset(dir / "native", Format::kNative, 40);
+  auto before = OpenLayout(out);
+  REQUIRE(before.ok());
+  auto loc = (*before)->Locate(17);
+  REQUIRE(loc.ok());
+  before->reset();
+  std::string shard = out + "/" + loc->file;
+  int fd = ::open(shard.c_str(), O_RDWR);
+  REQUIRE(fd >= 0);
+  char c;
+  REQUIRE(::pread(fd, &c, 1, static_cast<off_t>(loc->offset + 200)) == 1);
+  c ^= 0x20;
+  REQUIRE(::pwrite(fd, &c, 1, static_cast<off_t>(loc->offset + 200)) == 1);
+  ::close(fd);
+  auto r = OpenLayout(out);
+  REQUIRE(r.ok());
+  std::vector<uint64_t> idx(40);
+  std::iota(idx.begin(), idx.end(), uint64_t{0});
+  std::vector<Sample> got;
+  Status s = (*r)->ReadBatch(idx, {8, true}, &got);
+  CHECK(s.code() == Code::kCorruption);
+  CHECK_THAT(s.message(), Catch::Contains("k/17"));
+  CHECK_THAT(s.message(), Catch::Contains(loc->file));
+}
