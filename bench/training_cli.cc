@@ -10,6 +10,7 @@
 #include "bench/report_html.h"
 #include "bench/slowfs.h"
 #include "bench/stop.h"
+#include "src/cli_args.h"
 #include "src/human.h"
 #include "src/system_probe.h"
 
@@ -37,10 +38,7 @@ struct TrainingCommands::Flags {
 
 namespace {
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "dsbench: %s\n", EscapeBytes(s.message()).c_str());
-  return s.code() == Code::kCorruption ? 1 : 2;
-}
+int Fail(const Status& s) { return ds::Fail("dsbench", s); }
 
 // The flags replay and compare share: the job.
 void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
@@ -88,18 +86,10 @@ void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
   c->add_option("--output-format", f->format, "normal|json")->capture_default_str();
 }
 
-Status Duration(const std::string& text, const char* flag, double* out) {
-  if (text.empty()) return Status::Ok();
-  auto d = ParseDuration(text);
-  if (!d.ok()) return d.status().Prefixed(flag);
-  *out = *d;
-  return Status::Ok();
-}
-
 // Fills the job's durations and the slow file system from the flags.
 Status ResolveJob(JobFlags* f) {
-  DS_RETURN_IF_ERROR(Duration(f->compute_time, "--compute-time", &f->job.compute_time));
-  DS_RETURN_IF_ERROR(Duration(f->step_time, "--step-time", &f->job.step_time));
+  DS_RETURN_IF_ERROR(DurationFlag(f->compute_time, "--compute-time", &f->job.compute_time));
+  DS_RETURN_IF_ERROR(DurationFlag(f->step_time, "--step-time", &f->job.step_time));
   if (f->format != "normal" && f->format != "json") {
     return Status(Code::kInvalidArgument, "--output-format: normal or json");
   }
@@ -107,8 +97,8 @@ Status ResolveJob(JobFlags* f) {
   if (!f->meta_latency.empty() || !f->read_latency.empty()) {
     SlowfsOptions s;
     s.meta_latency = 0;
-    DS_RETURN_IF_ERROR(Duration(f->meta_latency, "--meta-latency", &s.meta_latency));
-    DS_RETURN_IF_ERROR(Duration(f->read_latency, "--read-latency", &s.read_latency));
+    DS_RETURN_IF_ERROR(DurationFlag(f->meta_latency, "--meta-latency", &s.meta_latency));
+    DS_RETURN_IF_ERROR(DurationFlag(f->read_latency, "--read-latency", &s.read_latency));
     f->job.slowfs = s;
   }
   return Status::Ok();
@@ -262,10 +252,10 @@ int TrainingCommands::Run() {
   if (f->replay->parsed()) return RunReplayCommand(&f->rj);
   if (f->slowfs->parsed()) {
     SlowfsOptions s;
-    if (Status st = Duration(f->sl_meta, "--meta-latency", &s.meta_latency); !st.ok()) {
+    if (Status st = DurationFlag(f->sl_meta, "--meta-latency", &s.meta_latency); !st.ok()) {
       return Fail(st);
     }
-    if (Status st = Duration(f->sl_read, "--read-latency", &s.read_latency); !st.ok()) {
+    if (Status st = DurationFlag(f->sl_read, "--read-latency", &s.read_latency); !st.ok()) {
       return Fail(st);
     }
     auto m = SlowfsMount::Mount(f->sl_src, f->sl_mnt, s);

@@ -16,7 +16,7 @@ tar -cf t.tar tree
 "$DSBENCH" replay t.tar --epochs 1 --output-format json > tar.json
 $PY -c 'import json; r=json.load(open("tar.json"))["replay"]; assert r["layout"] == "wds" and r["dataset_samples"] == 200, r'
 echo hello > plain.txt
-expect_exit 2 "$DSBENCH" replay plain.txt --epochs 1
+expect_exit 1 "$DSBENCH" replay plain.txt --epochs 1
 expect_err "plain.txt: not a dataset"
 expect_err "dspack convert plain.txt"
 head -c 100000 /dev/urandom > junk.tfrecord
@@ -28,9 +28,9 @@ pass "a tar is detected as wds; a text file and random bytes named .tfrecord are
 
 # An empty dataset: an empty tree.
 mkdir empty
-expect_exit 2 "$DSBENCH" replay empty --epochs 1
+expect_exit 1 "$DSBENCH" replay empty --epochs 1
 expect_err "empty: no samples to replay"
-pass "an empty dataset is refused"
+pass "an empty dataset is refused as bad data (exit 1, as dspack)"
 
 # A corrupt record in the middle of a shard: flip one payload byte of sample 100.
 cp -a nat bad
