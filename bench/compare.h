@@ -4,7 +4,7 @@
 //    library (pack/packer.h; zip through formats/zip.h). "dir" is SRC_DIR itself.
 // 2. Replay: the same job (bench/replay.h) against each layout, for each cache state (cold:
 //    evicted before every epoch; warm: one priming epoch, then the measured ones), each worker
-//    count, on local storage and, with a slow file system, through it (bench/slowfs.h).
+//    count, on local storage and, with a slow file system, through it (bench/slowfs/mount.h).
 // 3. Report: per (storage, cache) the layouts ranked by samples/s with the ratio to the baseline
 //    (the directory tree when built, else the first layout), the fewest workers that meet the
 //    required rate (worker sweep), a recommendation sentence, JSON, and a self-contained HTML
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "bench/replay.h"
-#include "bench/slowfs.h"
+#include "bench/slowfs/mount.h"
 #include "src/status.h"
 
 namespace ds::bench {

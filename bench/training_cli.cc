@@ -8,7 +8,7 @@
 #include "bench/compare.h"
 #include "bench/replay.h"
 #include "bench/report_html.h"
-#include "bench/slowfs.h"
+#include "bench/slowfs/mount.h"
 #include "bench/stop.h"
 #include "src/cli_args.h"
 #include "src/human.h"

@@ -131,10 +131,10 @@ PY
   "$DSBENCH" slowfs tree mnt > killed.out 2>&1 &
   pid=$!
   for _ in $(seq 100); do mountpoint -q mnt && break; sleep 0.05; done
-  pkill -9 -f "fuse_latency tree $WORK/mnt" || fail "no fuse_latency daemon to kill"
+  pkill -9 -f "dsbench-slowfs tree $WORK/mnt" || fail "no dsbench-slowfs daemon to kill"
   set +e; wait $pid; rc=$?; set -e
   [ $rc -eq 2 ] || { cat killed.out; fail "daemon killed: exit $rc"; }
-  grep -q "fuse_latency ended (killed by signal 9), $WORK/mnt unmounted" killed.out ||
+  grep -q "dsbench-slowfs ended (killed by signal 9), $WORK/mnt unmounted" killed.out ||
     { cat killed.out; fail "daemon killed: message"; }
   grep -qF "$WORK/mnt" /proc/mounts && fail "a dead slowfs mount was left behind"
   expect_exit 2 "$DSBENCH" slowfs tree no/such/mnt
