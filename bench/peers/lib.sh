@@ -21,3 +21,16 @@ run() {
   /usr/bin/time -f "%e %M" -o "$W/time.txt" "$@" >/dev/null 2>"$W/err.txt" || { cat "$W/err.txt"; exit 1; }
   echo "$name $(cat "$W/time.txt")" >> "$results"
 }
+slowfs_mount() {
+  mkdir -p "$2"
+  "$DSBENCH" slowfs "$1" "$2" --meta-latency "$3" > "$W/slowfs.log" 2>&1 &
+  SLOWFS_PID=$!
+  for _ in $(seq 200); do mountpoint -q "$2" && return 0; sleep 0.05; done
+  cat "$W/slowfs.log" >&2; slowfs_umount; echo "slowfs: $2 not mounted" >&2; exit 1
+}
+slowfs_umount() {
+  [ -n "${SLOWFS_PID:-}" ] || return 0
+  kill -INT "$SLOWFS_PID" 2>/dev/null || true
+  wait "$SLOWFS_PID" 2>/dev/null || true
+  SLOWFS_PID=
+}
