@@ -203,9 +203,8 @@ int main(int argc, char** argv) try {
   ds::SystemProbe probe = ds::ProbeSystem(spath);
   so.disk_device = probe.block_device;
   if (!sjson) std::fputs(probe.ToText().c_str(), stdout);
-  auto r = ds::bench::RunStorage(so, [](const std::string& w) {
-    std::fprintf(stderr, "dsbench: warning: %s\n", w.c_str());
-  });
+  auto r = ds::bench::RunStorage(
+      so, [](const std::string& w) { std::fprintf(stderr, "dsbench: warning: %s\n", w.c_str()); });
   if (!r.ok()) return Fail(r.status());
   if (sjson) {
     nlohmann::json j = ds::bench::StorageJson(so, *r);

@@ -152,9 +152,12 @@ std::vector<uint64_t> EpochOrder(const ReplayOptions& o, uint64_t size, int epoc
 // consumer takes them in order (Consume, on the caller's thread), standing for the accelerator.
 class Epoch {
  public:
-  Epoch(const ReplayOptions& o, const ReplaySource& src, uint64_t n, int epoch,
-        ReplayResult* res)
-      : o_(o), src_(src), n_(n), res_(res), workers_(static_cast<size_t>(o.workers)),
+  Epoch(const ReplayOptions& o, const ReplaySource& src, uint64_t n, int epoch, ReplayResult* res)
+      : o_(o),
+        src_(src),
+        n_(n),
+        res_(res),
+        workers_(static_cast<size_t>(o.workers)),
         bar_(o.progress, "samples", n) {
     ep_.epoch = epoch;
     order_ = EpochOrder(o, src.size(), epoch);

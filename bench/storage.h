@@ -20,14 +20,14 @@
 namespace ds::bench {
 
 struct StorageOptions {
-  std::string path;          // a directory (the test file PATH/dsbench.storage.0) or a file
+  std::string path;             // a directory (the test file PATH/dsbench.storage.0) or a file
   uint64_t min_bw = 500000000;  // bytes/s of the sequential read
   uint64_t min_iops = 5000;     // of the random 4 KiB read
   uint64_t size = 0;            // test file size; 0: 8 GiB (quick: 1 GiB)
   double runtime = 0;           // seconds per test; 0: 30 (quick: 5)
   bool direct = true;
-  bool quick = false;  // a first look: defaults above and a shorter ramp
-  bool keep = false;   // keep the test file
+  bool quick = false;       // a first look: defaults above and a shorter ramp
+  bool keep = false;        // keep the test file
   std::string disk_device;  // sampled while the jobs run (SystemProbe::block_device)
 };
 

@@ -1,8 +1,12 @@
-# Shared by the peer-comparison scripts in bench/. Expects W (work dir), N (samples), DSPACK.
+# Shared by the peer-comparison scripts in bench/peers/. Expects W (work dir), N (samples),
+# DSPACK.
 # bench_tree: synthesizes imagenet-like --samples N --seed 1 once into $W/imagenet-$N; sets SRC
 #   and BYTES. drop: empties the page cache (root). run NAME CMD...: times CMD (after a sync, so
 #   no writeback from the previous run is pending) and appends "NAME seconds max_rss_kb" to
-#   $results. The Python side reads that file with bench/runs.py.
+#   $results. The Python side reads that file with bench/peers/runs.py.
+# slowfs_mount DIR MNT LATENCY: serves DIR at MNT through the slow file system (`dsbench slowfs
+#   --meta-latency LATENCY`, e.g. 1ms; needs DSBENCH and FUSE) in the background and waits for
+#   the mount. slowfs_umount stops it (dsbench unmounts on SIGINT); scripts call it on EXIT.
 bench_tree() {
   mkdir -p "$W"
   SRC="$W/imagenet-$N"

@@ -32,7 +32,7 @@
 namespace {
 
 constexpr std::string_view kTool = "dsbench-slowfs";
-constexpr double kMaxLatency = 60;         // seconds
+constexpr double kMaxLatency = 60;          // seconds
 constexpr double kMaxCacheTimeout = 86400;  // seconds
 
 int Fail(const ds::Status& s) { return ds::Fail(kTool, s); }
@@ -49,7 +49,7 @@ struct Flags {
   std::vector<std::string> mount_options;  // -o values, passed to libfuse as given
 };
 
-// A duration flag from 0 to `max` seconds, in nanoseconds.
+// A duration flag, in seconds, from 0 to `max`.
 ds::Status Latency(const std::string& text, const char* flag, double max, double* seconds) {
   DS_RETURN_IF_ERROR(ds::DurationFlag(text, flag, seconds));
   if (!std::isfinite(*seconds) || *seconds < 0 || *seconds > max) {
@@ -61,7 +61,8 @@ ds::Status Latency(const std::string& text, const char* flag, double max, double
 ds::Result<std::string> RealDir(const char* what, const std::string& p) {
   char real[PATH_MAX];
   if (!::realpath(p.c_str(), real)) {
-    return ds::Status::FromErrno(errno, fmt::format("{} '{}'", what, p), ds::Code::kInvalidArgument);
+    return ds::Status::FromErrno(errno, fmt::format("{} '{}'", what, p),
+                                 ds::Code::kInvalidArgument);
   }
   struct stat st;
   if (::stat(real, &st) != 0 || !S_ISDIR(st.st_mode)) {
@@ -105,8 +106,8 @@ ds::Status MountArgs(const Flags& f, const std::string& src, const char* argv0, 
 }
 
 // Mounts and serves until unmounted or signalled.
-ds::Status Serve(const Flags& f, const std::string& src, const std::string& mnt,
-                 const char* argv0, ds::slowfs::State* state) {
+ds::Status Serve(const Flags& f, const std::string& src, const std::string& mnt, const char* argv0,
+                 ds::slowfs::State* state) {
   fuse_args args = FUSE_ARGS_INIT(0, nullptr);
   ds::Status s = MountArgs(f, src, argv0, &args);
   fuse_operations ops = ds::slowfs::MakeOps();

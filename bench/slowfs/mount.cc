@@ -101,7 +101,7 @@ bool WaitFor(pid_t pid, int ms) {
 }
 
 // A duration as the daemon's flags take it (src/human.h's ParseDuration).
-std::string Ms(double seconds) { return fmt::format("{}ms", seconds * 1e3); }
+std::string DurationArg(double seconds) { return fmt::format("{}ms", seconds * 1e3); }
 
 }  // namespace
 
@@ -158,9 +158,10 @@ Result<SlowfsMount> SlowfsMount::Mount(const std::string& src, std::string mount
   int log_fd = ::mkstemps(log.data(), 4);
   if (log_fd < 0) return Status::FromErrno(errno, "mkstemps " + log);
   m.log_ = log;
-  auto pid = Spawn({bin, src, m.mountpoint_, "-f", "--meta-latency", Ms(options.meta_latency),
-                    "--read-latency", Ms(options.read_latency)},
-                   log_fd, /*new_group=*/true);
+  auto pid =
+      Spawn({bin, src, m.mountpoint_, "-f", "--meta-latency", DurationArg(options.meta_latency),
+             "--read-latency", DurationArg(options.read_latency)},
+            log_fd, /*new_group=*/true);
   ::close(log_fd);
   if (!pid.ok()) return pid.status();
   // Its own process group: a terminal's Ctrl-C stops dsbench, which then unmounts in order; the

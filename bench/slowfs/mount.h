@@ -1,9 +1,9 @@
 // The slow file system (docs/dsbench.md#slowfs), as dsbench uses it: a dataset served through
-// `dsbench-slowfs` (this folder's daemon, ops.h), a read-only FUSE passthrough that sleeps before answering each metadata request (LOOKUP, GETATTR,
-// OPEN, READDIR...) and optionally each READ, as an NFS client waits for its server's round
-// trips. Each request sleeps on its own thread, so requests in flight together overlap, as
-// independent RPCs do. It answers "what happens to this dataset on NFS with 1 ms round trips?"
-// without an NFS server.
+// `dsbench-slowfs` (this folder's daemon, ops.h), a read-only FUSE passthrough that sleeps before
+// answering each metadata request (LOOKUP, GETATTR, OPEN, READDIR...) and optionally each READ, as
+// an NFS client waits for its server's round trips. Each request sleeps on its own thread, so
+// requests in flight together overlap, as independent RPCs do. It answers "what happens to this
+// dataset on NFS with 1 ms round trips?" without an NFS server.
 //
 // SlowfsMount starts `dsbench-slowfs SRC MNT -f ...` as a child process, waits until MNT is a mount
 // point, and unmounts (fusermount3 -u, else a lazy umount) and reaps the child when destroyed.

@@ -49,8 +49,8 @@ const char* Rel(const char* path) {
   return path[0] == '/' ? path + 1 : path;
 }
 
-// A path for the calls that have no *at() form (xattrs): through /proc/self/fd/ROOT_FD, which
-// resolves to SRC_DIR itself even if a mount (e.g. MOUNTPOINT) now covers SRC_DIR's path.
+// A path for the calls that have no *at() form (xattrs): through /proc/self/fd/<root>, which
+// resolves to SRC itself even if a mount (e.g. MNT) now covers SRC's path.
 std::string ProcPath(const char* path) {
   std::string p = S().root_proc;
   const char* rel = Rel(path);
@@ -67,7 +67,7 @@ int Erofs() {
 }
 
 void* OpInit(struct fuse_conn_info* conn, struct fuse_config* cfg) {
-  // Inode numbers from SRC_DIR (stable, match `stat SRC/...`, let tar/find/sync tools detect
+  // Inode numbers from SRC (stable, match `stat SRC/...`, let tar/find/sync tools detect
   // hard links); readdir passes the same numbers.
   cfg->use_ino = 1;
   cfg->readdir_ino = 0;
