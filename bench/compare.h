@@ -108,6 +108,19 @@ void RankAndRecommend(const CompareOptions& options, CompareResult* result);
 // accelerator, else samples/s >= required); nullopt when none does or no rate was given.
 std::optional<int> MinWorkers(const std::vector<const CompareRun*>& points, double required);
 
+// A `replay --workers 1,2,4,8` sweep, judged on each run's last epoch: a point per worker count
+// that measured an epoch (an interrupted run may have none), and MinWorkers of them.
+struct WorkerSweep {
+  std::vector<CompareRun> points;  // workers, samples_per_sec and (with compute) au
+  double required = 0;             // samples/s the job needs; 0: none given
+  std::optional<int> min_workers;
+  bool starves() const { return required > 0 && !min_workers; }
+};
+// runs: (workers, result) in the order run; the required rate is the first run's.
+WorkerSweep SweepWorkers(const std::vector<std::pair<int, ReplayResult>>& runs);
+// "\nworker sweep (last epoch): 1: 812 samples/s; 2: ...;\nfewest workers that feed the job: 2\n"
+std::string WorkerSweepText(const WorkerSweep& sweep);
+
 // "1,2,4,8" -> {1, 2, 4, 8}; each at least 1.
 Result<std::vector<int>> ParseWorkerList(const std::string& text);
 

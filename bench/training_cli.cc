@@ -157,33 +157,9 @@ int RunReplayCommand(JobFlags* f) {
     sweep.emplace_back(w, std::move(rr));
   }
   if (sweep.size() > 1) {
-    // The sweep's answer: the fewest workers that meet the required rate.
-    std::vector<CompareRun> pts(sweep.size());
-    std::vector<const CompareRun*> ptrs;
-    for (size_t i = 0; i < sweep.size(); i++) {
-      if (sweep[i].second.epochs.empty()) continue;  // interrupted before its first epoch
-      pts[i].workers = sweep[i].first;
-      pts[i].result = sweep[i].second;
-      const EpochResult& e = sweep[i].second.epochs.back();
-      pts[i].samples_per_sec = e.samples / (e.seconds > 0 ? e.seconds : 1e-9);
-      if (sweep[i].second.compute_time > 0) pts[i].au = e.au;
-      ptrs.push_back(&pts[i]);
-    }
-    double required = sweep.front().second.required_samples_per_sec;
-    auto mw = MinWorkers(ptrs, required);
-    starves = required > 0 && !mw;
-    if (!json) {
-      std::printf("\nworker sweep (last epoch):");
-      for (const auto& p : pts) {
-        if (p.workers == 0) continue;
-        std::printf(" %d: %s samples/s%s;", p.workers, FormatCount(p.samples_per_sec).c_str(),
-                    p.au ? fmt::format(" AU {:.1f}%", *p.au * 100).c_str() : "");
-      }
-      std::printf("\n%s\n", required <= 0
-                                ? "no required rate (--step-time or --samples-per-sec): no pick"
-                            : mw ? fmt::format("fewest workers that feed the job: {}", *mw).c_str()
-                                 : "no worker count tried feeds the job");
-    }
+    WorkerSweep sw = SweepWorkers(sweep);
+    starves = sw.starves();
+    if (!json) std::fputs(WorkerSweepText(sw).c_str(), stdout);
   }
   if (json) {
     nlohmann::json j = {{"dsbench", {{"probe", probe.ToJson()}}}};
