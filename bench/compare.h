@@ -4,7 +4,7 @@
 //    library (pack/packer.h; zip through formats/sources/zip.h). "dir" is SRC_DIR itself.
 // 2. Replay: the same job (bench/replay.h) against each layout, for each cache state (cold:
 //    evicted before every epoch; warm: one priming epoch, then the measured ones), each worker
-//    count, on local storage and, with a slow file system, through it (bench/slowfs.h).
+//    count, on local storage and, with a slow file system, through it (bench/slowfs/mount.h).
 // 3. Report: per (storage, cache) the layouts ranked by samples/s with the ratio to the baseline
 //    (the directory tree when built, else the first layout), the fewest workers that meet the
 //    required rate (worker sweep), a recommendation sentence, JSON, and a self-contained HTML
@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "bench/replay.h"
-#include "bench/slowfs.h"
+#include "bench/slowfs/mount.h"
 #include "src/status.h"
 
 namespace ds::bench {
@@ -107,6 +107,19 @@ void RankAndRecommend(const CompareOptions& options, CompareResult* result);
 // Worker sweep: the fewest workers whose run meets the required rate (AU >= 90% with a simulated
 // accelerator, else samples/s >= required); nullopt when none does or no rate was given.
 std::optional<int> MinWorkers(const std::vector<const CompareRun*>& points, double required);
+
+// A `replay --workers 1,2,4,8` sweep, judged on each run's last epoch: a point per worker count
+// that measured an epoch (an interrupted run may have none), and MinWorkers of them.
+struct WorkerSweep {
+  std::vector<CompareRun> points;  // workers, samples_per_sec and (with compute) au
+  double required = 0;             // samples/s the job needs; 0: none given
+  std::optional<int> min_workers;
+  bool starves() const { return required > 0 && !min_workers; }
+};
+// runs: (workers, result) in the order run; the required rate is the first run's.
+WorkerSweep SweepWorkers(const std::vector<std::pair<int, ReplayResult>>& runs);
+// "\nworker sweep (last epoch): 1: 812 samples/s; 2: ...;\nfewest workers that feed the job: 2\n"
+std::string WorkerSweepText(const WorkerSweep& sweep);
 
 // "1,2,4,8" -> {1, 2, 4, 8}; each at least 1.
 Result<std::vector<int>> ParseWorkerList(const std::string& text);

@@ -1,6 +1,6 @@
-// Summaries, ranking, recommendation, worker sweep, JSON and text of `dsbench compare`
-// (bench/compare.h). Pure functions of a CompareResult: unit-tested without any IO
-// (tests/bench/compare_test.cc).
+// Summaries, ranking, recommendation, worker sweep, JSON and text of `dsbench compare`, and the
+// worker sweep of `dsbench replay --workers 1,2,4,8` (bench/compare.h). Pure functions of their
+// results: unit-tested without any IO (tests/bench/compare_test.cc).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
@@ -215,6 +215,39 @@ std::optional<int> MinWorkers(const std::vector<const CompareRun*>& points, doub
     if (Meets(*p, required) && (!best || p->workers < *best)) best = p->workers;
   }
   return best;
+}
+
+WorkerSweep SweepWorkers(const std::vector<std::pair<int, ReplayResult>>& runs) {
+  WorkerSweep sw;
+  if (runs.empty()) return sw;
+  sw.required = runs.front().second.required_samples_per_sec;
+  std::vector<const CompareRun*> measured;
+  sw.points.reserve(runs.size());
+  for (const auto& [workers, result] : runs) {
+    if (result.epochs.empty()) continue;  // interrupted before its first epoch
+    CompareRun& p = sw.points.emplace_back();
+    p.workers = workers;
+    p.result = result;
+    const EpochResult& e = result.epochs.back();
+    p.samples_per_sec = e.samples / (e.seconds > 0 ? e.seconds : 1e-9);
+    if (result.compute_time > 0) p.au = e.au;
+  }
+  for (const auto& p : sw.points) measured.push_back(&p);
+  sw.min_workers = MinWorkers(measured, sw.required);
+  return sw;
+}
+
+std::string WorkerSweepText(const WorkerSweep& sw) {
+  std::string t = "\nworker sweep (last epoch):";
+  for (const auto& p : sw.points) {
+    t += fmt::format(" {}: {} samples/s{};", p.workers, FormatCount(p.samples_per_sec),
+                     p.au ? fmt::format(" AU {:.1f}%", *p.au * 100) : "");
+  }
+  t += "\n";
+  t += sw.required <= 0 ? "no required rate (--step-time or --samples-per-sec): no pick"
+       : sw.min_workers ? fmt::format("fewest workers that feed the job: {}", *sw.min_workers)
+                        : "no worker count tried feeds the job";
+  return t + "\n";
 }
 
 json CompareJson(const CompareOptions& o, const CompareResult& r) {

@@ -1,9 +1,7 @@
-// dsbench: storage benchmarks for ML training data (docs/dsbench.md).
-// Exit codes: 0 ok (storage: PASS), 1 storage: FAIL / replay: STARVES or corrupt samples,
-// 2 usage or IO error.
+// dsbench: storage benchmarks for ML training data (docs/dsbench.md). Parses flags and calls
+// the bench/ library. Exit codes: 0 ok (storage: PASS), 1 storage: FAIL / replay: STARVES,
+// corrupt samples or bad input data, 2 usage or IO error (ExitCode, src/status.h).
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
@@ -11,6 +9,7 @@
 #include "bench/io_job.h"
 #include "bench/meta.h"
 #include "bench/stop.h"
+#include "bench/storage.h"
 #include "bench/training_cli.h"
 #include "src/cli_args.h"
 #include "src/human.h"
@@ -18,40 +17,12 @@
 
 namespace {
 
-int Fail(const ds::Status& s) {
-  std::fprintf(stderr, "dsbench: %s\n", ds::EscapeBytes(s.message()).c_str());
-  return s.code() == ds::Code::kOk ? 0 : 2;
-}
+constexpr std::string_view kTool = "dsbench";
 
-bool Size(const std::string& text, const char* flag, uint64_t* out, ds::Status* err) {
-  auto v = ds::ParseSize(text);
-  if (!v.ok()) {
-    *err = v.status().Prefixed(flag);
-    return false;
-  }
-  *out = *v;
-  return true;
-}
+// The library's option fields (src/status.h, RenderOptionNames) as this CLI's flags.
+constexpr ds::OptionName kFlags[] = {{"ioengine=io_uring", "--ioengine io_uring"}};
 
-// Runs a job; falls back from io_uring to psync with a warning when the kernel refuses it.
-ds::Result<ds::bench::IoRun> RunWithFallback(ds::bench::IoJobOptions o) {
-  auto r = ds::bench::RunIoJobs(o);
-  if (!r.ok() && r.status().code() == ds::Code::kUnsupported && o.ioengine == "io_uring") {
-    std::fprintf(stderr, "dsbench: warning: %s; falling back to psync\n",
-                 r.status().message().c_str());
-    o.ioengine = "psync";
-    return ds::bench::RunIoJobs(o);
-  }
-  return r;
-}
-
-// A one-job run's JSON: the job, with the run's disk_util beside its read and write.
-nlohmann::json OneJobJson(const ds::bench::IoJobOptions& o, const ds::bench::IoRun& run) {
-  nlohmann::json all = ds::bench::JobsJson(o, run);
-  nlohmann::json job = all["jobs"][0];
-  if (all.contains("disk_util")) job["disk_util"] = all["disk_util"];
-  return job;
-}
+int Fail(const ds::Status& s) { return ds::Fail(kTool, s, kFlags); }
 
 }  // namespace
 
@@ -141,9 +112,8 @@ int main(int argc, char** argv) try {
 
   ds::bench::TrainingCommands training(app);  // replay, compare, slowfs
 
-  if (int rc = ds::ParseArgs(app, argc, argv); rc >= 0) return rc;
+  if (int rc = ds::ParseArgs(kTool, app, argc, argv); rc >= 0) return rc;
   ds::bench::InstallStopHandlers();
-  ds::Status err;
 
   if (int rc = training.Run(); rc >= 0) return rc;
 
@@ -157,7 +127,7 @@ int main(int argc, char** argv) try {
     if (!per_dir.ok()) return Fail(per_dir.status());
     mo.files = *files;
     mo.files_per_dir = *per_dir;
-    if (!Size(mfile_size, "--file-size", &mo.file_size, &err)) return Fail(err);
+    if (auto s = ds::SizeFlag(mfile_size, "--file-size", &mo.file_size); !s.ok()) return Fail(s);
     if (mphases != "all") {
       auto phases = ds::bench::ParsePhases(mphases);
       if (!phases.ok()) return Fail(phases.status());
@@ -196,7 +166,8 @@ int main(int argc, char** argv) try {
     auto mode = ds::bench::ParseRw(rw);
     if (!mode.ok()) return Fail(mode.status());
     o.rw = *mode;
-    if (!Size(bs, "--bs", &o.bs, &err) || !Size(size, "--size", &o.size, &err)) return Fail(err);
+    if (auto s = ds::SizeFlag(bs, "--bs", &o.bs); !s.ok()) return Fail(s);
+    if (auto s = ds::SizeFlag(size, "--size", &o.size); !s.ok()) return Fail(s);
     if (output_format != "normal" && output_format != "json") {
       return Fail(ds::Status(ds::Code::kInvalidArgument, "--output-format: normal or json"));
     }
@@ -221,85 +192,31 @@ int main(int argc, char** argv) try {
   }
 
   // storage verdict
-  uint64_t bar_bw = 0, file_size = 0;
-  if (!Size(min_bw, "--min-bw", &bar_bw, &err)) return Fail(err);
-  if (!Size(ssize.empty() ? (quick ? "1G" : "8G") : ssize, "--size", &file_size, &err))
-    return Fail(err);
-  double runtime = sruntime.empty() ? (quick ? 5 : 30) : std::stod(sruntime);
-  ds::SystemProbe probe = ds::ProbeSystem(spath);
-  if (!sjson) std::fputs(probe.ToText().c_str(), stdout);
-  // The test file is ours unless it was there before; the two tests share it.
-  std::string test_file = spath + "/dsbench.storage.0";
-  struct stat pst;
-  bool ours = ::stat(spath.c_str(), &pst) == 0 && S_ISDIR(pst.st_mode) &&
-              ::access(test_file.c_str(), F_OK) != 0;
-  auto remove_test_file = [&] {
-    if (ours && !skeep) ::unlink(test_file.c_str());
-  };
-  ds::bench::IoJobOptions seq;
-  seq.disk_device = probe.block_device;
-  seq.name = "storage";
-  seq.path = spath;
-  seq.rw = ds::bench::RwMode::kRead;
-  seq.bs = 1 << 20;
-  seq.numjobs = 4;
-  seq.iodepth = 8;
-  seq.direct = sdirect;
-  seq.size = file_size;
-  seq.runtime = runtime;
-  seq.time_based = true;
-  seq.ramp_time = quick ? 0.5 : 2;
-  seq.ioengine = "io_uring";
-  seq.group_reporting = true;
-  seq.keep = true;  // the random test reuses the file
-  auto s1 = RunWithFallback(seq);
-  if (!s1.ok()) {
-    remove_test_file();
-    return Fail(s1.status());
+  ds::bench::StorageOptions so;
+  so.path = spath;
+  so.min_iops = min_iops;
+  so.direct = sdirect;
+  so.quick = quick;
+  so.keep = skeep;
+  if (auto s = ds::SizeFlag(min_bw, "--min-bw", &so.min_bw); !s.ok()) return Fail(s);
+  if (!ssize.empty()) {
+    if (auto s = ds::SizeFlag(ssize, "--size", &so.size); !s.ok()) return Fail(s);
   }
-  ds::bench::IoJobOptions rnd = seq;
-  rnd.rw = ds::bench::RwMode::kRandRead;
-  rnd.bs = 4096;
-  rnd.numjobs = 1;
-  rnd.iodepth = 32;
-  rnd.keep = skeep;
-  auto s2 = RunWithFallback(rnd);
-  remove_test_file();
-  if (!s2.ok()) return Fail(s2.status());
-  const auto& a = s1->jobs[0];
-  const auto& b = s2->jobs[0];
-  double bw = a.read.io_bytes / (a.runtime_ms / 1e3);
-  double iops = b.read.ios / (b.runtime_ms / 1e3);
-  bool pass_bw = bw >= static_cast<double>(bar_bw);
-  bool pass_iops = iops >= static_cast<double>(min_iops);
+  if (auto s = ds::DurationFlag(sruntime, "--runtime", &so.runtime); !s.ok()) return Fail(s);
+  ds::SystemProbe probe = ds::ProbeSystem(spath);
+  so.disk_device = probe.block_device;
+  if (!sjson) std::fputs(probe.ToText().c_str(), stdout);
+  auto r = ds::bench::RunStorage(
+      so, [](const std::string& w) { std::fprintf(stderr, "dsbench: warning: %s\n", w.c_str()); });
+  if (!r.ok()) return Fail(r.status());
   if (sjson) {
-    nlohmann::json j = {{"probe", probe.ToJson()},
-                        {"sequential_read", OneJobJson(seq, *s1)},
-                        {"random_read", OneJobJson(rnd, *s2)},
-                        {"verdict",
-                         {{"bw_bytes", bw},
-                          {"min_bw_bytes", bar_bw},
-                          {"bw_pass", pass_bw},
-                          {"iops", iops},
-                          {"min_iops", min_iops},
-                          {"iops_pass", pass_iops},
-                          {"pass", pass_bw && pass_iops},
-                          {"quick", quick}}}};
+    nlohmann::json j = ds::bench::StorageJson(so, *r);
+    j["probe"] = probe.ToJson();
     std::printf("%s\n", j.dump(2).c_str());
   } else {
-    std::fputs(ds::bench::JobsText(seq, *s1).c_str(), stdout);
-    std::fputs(ds::bench::JobsText(rnd, *s2).c_str(), stdout);
-    std::printf("\nsequential 1 MiB read: %s  (bar %s)  %s\n", ds::FormatRate(bw).c_str(),
-                ds::FormatRate(static_cast<double>(bar_bw)).c_str(), pass_bw ? "PASS" : "FAIL");
-    std::printf("random 4 KiB read:     %s IOPS  (bar %llu)  %s\n", ds::FormatCount(iops).c_str(),
-                static_cast<unsigned long long>(min_iops), pass_iops ? "PASS" : "FAIL");
-    if (quick) std::puts("(--quick: a first look; run without --quick for a verdict to trust)");
+    std::fputs(ds::bench::StorageText(so, *r).c_str(), stdout);
   }
-  return pass_bw && pass_iops ? 0 : 1;
-} catch (const std::bad_alloc&) {
-  std::fprintf(stderr, "dsbench: out of memory\n");
-  return 2;
-} catch (const std::exception& e) {
-  std::fprintf(stderr, "dsbench: internal error: %s\n", e.what());
-  return 2;
+  return r->verdict.pass() ? 0 : 1;
+} catch (...) {
+  return ds::ExceptionExit(kTool);
 }

@@ -68,11 +68,8 @@ std::pair<uint64_t, uint64_t> WorkerSpread(const EpochResult& e) {
   return {*mn, *mx};
 }
 
-}  // namespace
-
-Status RunReplay(const ReplayOptions& in, ReplayResult* res,
-                 const std::function<void(const ReplayResult&)>& on_start) {
-  ReplayOptions o = in;
+// Checks the job's options; the messages name the CLI's flags, whose names the fields share.
+Status CheckOptions(const ReplayOptions& o) {
   if (o.workers < 1 || o.batch < 1 || o.epochs < 1 || o.prefetch < 1 || o.gpus < 1) {
     return Status(Code::kInvalidArgument,
                   "--workers, --batch, --prefetch, --epochs and --gpus must be at least 1");
@@ -86,13 +83,203 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
   if (o.on_error != "stop" && o.on_error != "skip") {
     return Status(Code::kInvalidArgument, "--on-error: stop or skip");
   }
-  if (o.step_time > 0) {
+  return Status::Ok();
+}
+
+// The accelerator's side: compute per batch from the step time, and the rate the job needs.
+void ResolveRequirement(ReplayOptions* o, ReplayResult* res) {
+  if (o->step_time > 0) {
     // One consumer stands for all GPUs: each step eats one batch per GPU in step_time.
-    if (o.compute_time == 0) o.compute_time = o.step_time / o.gpus;
-    res->required_samples_per_sec = o.gpus * o.batch / o.step_time;
-  } else if (o.samples_per_sec > 0) {
-    res->required_samples_per_sec = o.samples_per_sec;
+    if (o->compute_time == 0) o->compute_time = o->step_time / o->gpus;
+    res->required_samples_per_sec = o->gpus * o->batch / o->step_time;
+  } else if (o->samples_per_sec > 0) {
+    res->required_samples_per_sec = o->samples_per_sec;
   }
+}
+
+// The dataset's facts, as the caller's on_start sees them.
+void DescribeDataset(const ReplaySource& src, double compute_time, ReplayResult* res) {
+  res->kind = src.kind();
+  res->dataset_samples = src.size();
+  res->dataset_bytes = src.total_bytes();
+  res->files_per_sample = src.kind() == "tree" ? static_cast<double>(src.files().size()) /
+                                                     static_cast<double>(src.size())
+                                               : 0;
+  res->compute_time = compute_time;
+}
+
+// Closed, evicted, reopened: as a DataLoader without persistent workers reopens its dataset
+// every epoch. Closing first matters: pages a reader has mapped (LMDB maps data.mdb) cannot be
+// evicted while they are mapped. `path` is where src reads the dataset (under a slow mount, or
+// o->dataset itself). Falls back from drop_caches to fadvise with a note when not root.
+Status MakeCold(ReplayOptions* o, const std::string& path, ReplaySource* src, ReplayResult* res) {
+  src->Close();
+  if (o->drop_caches && !DropCaches()) {
+    o->drop_caches = false;
+    res->notes.push_back(
+        "cannot drop caches (writing /proc/sys/vm/drop_caches needs root): evicting the "
+        "dataset's files with fadvise DONTNEED instead");
+  }
+  if (!o->drop_caches) {
+    DS_RETURN_IF_ERROR(ReplaySource::Evict(src->files()));
+    if (o->slowfs) {
+      // The files behind the slow mount too, or "cold" reads would come from the page cache
+      // under it (an NFS server's memory) and never from its disk.
+      std::vector<std::string> backing;
+      for (const auto& f : src->files()) {
+        if (f.compare(0, path.size(), path) == 0)
+          backing.push_back(o->dataset + f.substr(path.size()));
+      }
+      DS_RETURN_IF_ERROR(ReplaySource::Evict(backing));
+    }
+  }
+  return src->Reopen();
+}
+
+// The order samples are read in: shard order, or (map) a DataLoader's RandomSampler, a fresh
+// permutation every epoch.
+std::vector<uint64_t> EpochOrder(const ReplayOptions& o, uint64_t size, int epoch) {
+  std::vector<uint64_t> order(size);
+  for (uint64_t i = 0; i < order.size(); i++) order[i] = i;
+  if (o.mode == "map") {
+    Rng rng(o.seed, static_cast<uint64_t>(epoch));
+    for (uint64_t i = order.size(); i > 1; i--) std::swap(order[i - 1], order[rng.Below(i)]);
+  }
+  return order;
+}
+
+// One epoch: workers read batches (ReadBatch, on the pool's threads, in any order) and one
+// consumer takes them in order (Consume, on the caller's thread), standing for the accelerator.
+class Epoch {
+ public:
+  Epoch(const ReplayOptions& o, const ReplaySource& src, uint64_t n, int epoch, ReplayResult* res)
+      : o_(o),
+        src_(src),
+        n_(n),
+        res_(res),
+        workers_(static_cast<size_t>(o.workers)),
+        bar_(o.progress, "samples", n) {
+    ep_.epoch = epoch;
+    order_ = EpochOrder(o, src.size(), epoch);
+  }
+
+  Result<EpochResult> Run() {
+    DS_ASSIGN_OR_RETURN(ep_.residency_before, src_.Residency());
+    uint64_t batches = (n_ + o_.batch - 1) / o_.batch;
+    t0_ = ready_since_ = first_done_ = Clock::now();
+    double cpu0 = CpuNow();
+    RunOrdered<BatchOut>(
+        batches, o_.workers, static_cast<size_t>(o_.workers) * o_.prefetch,
+        [&](uint64_t b) { return ReadBatch(b); },
+        [&](uint64_t b, BatchOut& out) { return Consume(b, out); });
+    bar_.Finish();
+    DS_RETURN_IF_ERROR(error_);
+    Summarize(Clock::now(), CpuNow() - cpu0);
+    return std::move(ep_);
+  }
+
+ private:
+  // A worker reads batch b's samples; under on_error=skip a failed one is counted and listed.
+  BatchOut ReadBatch(uint64_t b) {
+    thread_local int id = -1;
+    if (id < 0) id = next_worker_++;
+    WorkerStats& w = workers_[static_cast<size_t>(id) % workers_.size()];
+    BatchOut out;
+    auto b0 = Clock::now();
+    for (uint64_t k = b * o_.batch; k < std::min<uint64_t>(n_, (b + 1) * o_.batch); k++) {
+      auto s0 = Clock::now();
+      auto r = src_.Read(order_[k]);
+      if (!r.ok() && o_.on_error == "skip") {
+        std::lock_guard lock(skipped_mu_);
+        if (res_->errors.size() < kMaxListedErrors) res_->errors.push_back(r.status().message());
+        res_->error_count++;
+        w.errors++;
+        continue;
+      }
+      if (!r.ok()) {
+        out.status = r.status();
+        return out;
+      }
+      w.lat.Add(static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - s0).count()));
+      w.samples++;
+      w.bytes += r->bytes;
+      out.bytes += r->bytes;
+      w.opens += r->opens;
+      out.samples++;
+    }
+    w.busy += Secs(Clock::now() - b0);
+    return out;
+  }
+
+  // The accelerator takes batch b: its data wait is measured, then it computes. False stops.
+  bool Consume(uint64_t b, BatchOut& out) {
+    if (!out.status.ok()) {
+      error_ = out.status;
+      return false;
+    }
+    auto now = Clock::now();
+    if (b == 0) {
+      ep_.first_batch_seconds = Secs(now - t0_);
+    } else {
+      ep_.wait_lat.Add(static_cast<uint64_t>(std::chrono::nanoseconds(now - ready_since_).count()));
+    }
+    if (o_.compute_time > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(o_.compute_time));
+    }
+    ready_since_ = Clock::now();
+    if (b == 0) {
+      first_done_ = ready_since_;
+    } else {
+      compute_ += o_.compute_time;
+    }
+    ep_.samples += out.samples;
+    bar_bytes_ += out.bytes;
+    bar_.Update(ep_.samples, bar_bytes_);
+    return !StopRequested();
+  }
+
+  // Time, AU (compute over the time after the first batch) and the workers' figures.
+  void Summarize(Clock::time_point t1, double cpu_seconds) {
+    ep_.seconds = Secs(t1 - t0_);
+    ep_.cpu_seconds = cpu_seconds;
+    double after_first = Secs(t1 - first_done_);
+    ep_.au = o_.compute_time > 0 && after_first > 0 ? compute_ / after_first : 0;
+    for (const auto& w : workers_) {
+      ep_.sample_lat.Merge(w.lat);
+      ep_.bytes += w.bytes;
+      ep_.opens += w.opens;
+      ep_.worker_samples.push_back(w.samples);
+      ep_.worker_busy_seconds += w.busy;
+      ep_.errors += w.errors;
+    }
+    if (ep_.worker_busy_seconds > 0) {
+      ep_.capacity_samples_per_sec = ep_.samples / (ep_.worker_busy_seconds / o_.workers);
+    }
+  }
+
+  const ReplayOptions& o_;
+  const ReplaySource& src_;
+  const uint64_t n_;  // samples this epoch
+  ReplayResult* res_;
+  std::vector<uint64_t> order_;
+  std::vector<WorkerStats> workers_;
+  std::atomic<int> next_worker_{0};
+  std::mutex skipped_mu_;  // res_->errors, error_count
+  EpochResult ep_;
+  Status error_;
+  double compute_ = 0;
+  Clock::time_point t0_, ready_since_, first_done_;
+  Progress bar_;
+  uint64_t bar_bytes_ = 0;
+};
+
+}  // namespace
+
+Status RunReplay(const ReplayOptions& in, ReplayResult* res,
+                 const std::function<void(const ReplayResult&)>& on_start) {
+  ReplayOptions o = in;
+  DS_RETURN_IF_ERROR(CheckOptions(o));
+  ResolveRequirement(&o, res);
   std::string path = o.dataset;
   SlowfsMount mount;
   if (o.slowfs) {
@@ -101,13 +288,7 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
                                      SlowfsText(*o.slowfs), mount.mountpoint()));
   }
   DS_ASSIGN_OR_RETURN(auto src, ReplaySource::Open(path));
-  res->kind = src->kind();
-  res->dataset_samples = src->size();
-  res->dataset_bytes = src->total_bytes();
-  res->files_per_sample = src->kind() == "tree" ? static_cast<double>(src->files().size()) /
-                                                      static_cast<double>(src->size())
-                                                : 0;
-  res->compute_time = o.compute_time;
+  DescribeDataset(*src, o.compute_time, res);
   if (on_start) on_start(*res);
   uint64_t n = o.max_samples ? std::min(o.max_samples, src->size()) : src->size();
   uint64_t batches = (n + o.batch - 1) / o.batch;
@@ -118,129 +299,9 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
     o.workers = static_cast<int>(batches);
   }
   res->workers = o.workers;
-
   for (int e = 1; e <= o.epochs && !StopRequested(); e++) {
-    if (o.cache == "cold") {
-      // Closed, evicted, reopened: as a DataLoader without persistent workers reopens its
-      // dataset every epoch. Closing first matters: pages a reader has mapped (LMDB maps
-      // data.mdb) cannot be evicted while they are mapped.
-      src->Close();
-      if (o.drop_caches && !DropCaches()) {
-        o.drop_caches = false;
-        res->notes.push_back(
-            "cannot drop caches (writing /proc/sys/vm/drop_caches needs root): evicting the "
-            "dataset's files with fadvise DONTNEED instead");
-      }
-      if (!o.drop_caches) {
-        DS_RETURN_IF_ERROR(ReplaySource::Evict(src->files()));
-        if (o.slowfs) {
-          // The files behind the slow mount too, or "cold" reads would come from the page
-          // cache under it (an NFS server's memory) and never from its disk.
-          std::vector<std::string> backing;
-          for (const auto& f : src->files()) {
-            if (f.compare(0, path.size(), path) == 0)
-              backing.push_back(o.dataset + f.substr(path.size()));
-          }
-          DS_RETURN_IF_ERROR(ReplaySource::Evict(backing));
-        }
-      }
-      DS_RETURN_IF_ERROR(src->Reopen());
-    }
-    EpochResult ep;
-    ep.epoch = e;
-    DS_ASSIGN_OR_RETURN(ep.residency_before, src->Residency());
-    std::vector<uint64_t> order(src->size());
-    for (uint64_t i = 0; i < order.size(); i++) order[i] = i;
-    if (o.mode == "map") {  // a DataLoader's RandomSampler: a fresh permutation every epoch
-      Rng rng(o.seed, static_cast<uint64_t>(e));
-      for (uint64_t i = order.size(); i > 1; i--) std::swap(order[i - 1], order[rng.Below(i)]);
-    }
-    std::vector<WorkerStats> workers(static_cast<size_t>(o.workers));
-    std::atomic<int> next_worker{0};
-    Status error;
-    std::mutex skipped_mu;
-    double compute = 0;
-    Clock::time_point t0 = Clock::now(), ready_since = t0, first_done = t0;
-    double cpu0 = CpuNow();
-    Progress bar(o.progress, "samples", n);
-    uint64_t bar_bytes = 0;
-    RunOrdered<BatchOut>(
-        batches, o.workers, static_cast<size_t>(o.workers) * o.prefetch,
-        [&](uint64_t b) {
-          thread_local int id = -1;
-          if (id < 0) id = next_worker++;
-          WorkerStats& w = workers[static_cast<size_t>(id) % workers.size()];
-          BatchOut out;
-          auto b0 = Clock::now();
-          for (uint64_t k = b * o.batch; k < std::min<uint64_t>(n, (b + 1) * o.batch); k++) {
-            auto s0 = Clock::now();
-            auto r = src->Read(order[k]);
-            if (!r.ok() && o.on_error == "skip") {
-              std::lock_guard lock(skipped_mu);
-              if (res->errors.size() < kMaxListedErrors)
-                res->errors.push_back(r.status().message());
-              res->error_count++;
-              w.errors++;
-              continue;
-            }
-            if (!r.ok()) {
-              out.status = r.status();
-              return out;
-            }
-            w.lat.Add(static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - s0).count()));
-            w.samples++;
-            w.bytes += r->bytes;
-            out.bytes += r->bytes;
-            w.opens += r->opens;
-            out.samples++;
-          }
-          w.busy += Secs(Clock::now() - b0);
-          return out;
-        },
-        [&](uint64_t b, BatchOut& out) {
-          if (!out.status.ok()) {
-            error = out.status;
-            return false;
-          }
-          auto now = Clock::now();
-          if (b == 0) {
-            ep.first_batch_seconds = Secs(now - t0);
-          } else {
-            ep.wait_lat.Add(
-                static_cast<uint64_t>(std::chrono::nanoseconds(now - ready_since).count()));
-          }
-          if (o.compute_time > 0) {
-            std::this_thread::sleep_for(std::chrono::duration<double>(o.compute_time));
-          }
-          ready_since = Clock::now();
-          if (b == 0) {
-            first_done = ready_since;
-          } else {
-            compute += o.compute_time;
-          }
-          ep.samples += out.samples;
-          bar_bytes += out.bytes;
-          bar.Update(ep.samples, bar_bytes);
-          return !StopRequested();
-        });
-    bar.Finish();
-    DS_RETURN_IF_ERROR(error);
-    auto t1 = Clock::now();
-    ep.seconds = Secs(t1 - t0);
-    ep.cpu_seconds = CpuNow() - cpu0;
-    double after_first = Secs(t1 - first_done);
-    ep.au = o.compute_time > 0 && after_first > 0 ? compute / after_first : 0;
-    for (const auto& w : workers) {
-      ep.sample_lat.Merge(w.lat);
-      ep.bytes += w.bytes;
-      ep.opens += w.opens;
-      ep.worker_samples.push_back(w.samples);
-      ep.worker_busy_seconds += w.busy;
-      ep.errors += w.errors;
-    }
-    if (ep.worker_busy_seconds > 0) {
-      ep.capacity_samples_per_sec = ep.samples / (ep.worker_busy_seconds / o.workers);
-    }
+    if (o.cache == "cold") DS_RETURN_IF_ERROR(MakeCold(&o, path, src.get(), res));
+    DS_ASSIGN_OR_RETURN(EpochResult ep, Epoch(o, *src, n, e, res).Run());
     res->epochs.push_back(std::move(ep));
   }
   res->interrupted = StopRequested();

@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/slowfs.h"
+#include "bench/slowfs/mount.h"
 #include "src/histogram.h"
 #include "src/status.h"
 
@@ -49,7 +49,7 @@ struct ReplayOptions {
   double samples_per_sec = 0;     // or the required rate directly
   uint64_t max_samples = 0;       // per epoch (0: all)
   std::string on_error = "stop";  // a sample that fails to read or check: stop | skip
-  // Read the dataset through the slow file system (slowfs.h): NFS-like round trips.
+  // Read the dataset through the slow file system (bench/slowfs/mount.h): NFS-like round trips.
   std::optional<SlowfsOptions> slowfs;
   // A bar per epoch on stderr (samples done, MB/s, ETA), drawn only when stderr is a terminal.
   bool progress = false;

@@ -8,8 +8,9 @@
 #include "bench/compare.h"
 #include "bench/replay.h"
 #include "bench/report_html.h"
-#include "bench/slowfs.h"
+#include "bench/slowfs/mount.h"
 #include "bench/stop.h"
+#include "src/cli_args.h"
 #include "src/human.h"
 #include "src/system_probe.h"
 
@@ -37,10 +38,7 @@ struct TrainingCommands::Flags {
 
 namespace {
 
-int Fail(const Status& s) {
-  std::fprintf(stderr, "dsbench: %s\n", EscapeBytes(s.message()).c_str());
-  return s.code() == Code::kCorruption ? 1 : 2;
-}
+int Fail(const Status& s) { return ds::Fail("dsbench", s); }
 
 // The flags replay and compare share: the job.
 void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
@@ -88,18 +86,10 @@ void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
   c->add_option("--output-format", f->format, "normal|json")->capture_default_str();
 }
 
-Status Duration(const std::string& text, const char* flag, double* out) {
-  if (text.empty()) return Status::Ok();
-  auto d = ParseDuration(text);
-  if (!d.ok()) return d.status().Prefixed(flag);
-  *out = *d;
-  return Status::Ok();
-}
-
 // Fills the job's durations and the slow file system from the flags.
 Status ResolveJob(JobFlags* f) {
-  DS_RETURN_IF_ERROR(Duration(f->compute_time, "--compute-time", &f->job.compute_time));
-  DS_RETURN_IF_ERROR(Duration(f->step_time, "--step-time", &f->job.step_time));
+  DS_RETURN_IF_ERROR(DurationFlag(f->compute_time, "--compute-time", &f->job.compute_time));
+  DS_RETURN_IF_ERROR(DurationFlag(f->step_time, "--step-time", &f->job.step_time));
   if (f->format != "normal" && f->format != "json") {
     return Status(Code::kInvalidArgument, "--output-format: normal or json");
   }
@@ -107,8 +97,8 @@ Status ResolveJob(JobFlags* f) {
   if (!f->meta_latency.empty() || !f->read_latency.empty()) {
     SlowfsOptions s;
     s.meta_latency = 0;
-    DS_RETURN_IF_ERROR(Duration(f->meta_latency, "--meta-latency", &s.meta_latency));
-    DS_RETURN_IF_ERROR(Duration(f->read_latency, "--read-latency", &s.read_latency));
+    DS_RETURN_IF_ERROR(DurationFlag(f->meta_latency, "--meta-latency", &s.meta_latency));
+    DS_RETURN_IF_ERROR(DurationFlag(f->read_latency, "--read-latency", &s.read_latency));
     f->job.slowfs = s;
   }
   return Status::Ok();
@@ -167,33 +157,9 @@ int RunReplayCommand(JobFlags* f) {
     sweep.emplace_back(w, std::move(rr));
   }
   if (sweep.size() > 1) {
-    // The sweep's answer: the fewest workers that meet the required rate.
-    std::vector<CompareRun> pts(sweep.size());
-    std::vector<const CompareRun*> ptrs;
-    for (size_t i = 0; i < sweep.size(); i++) {
-      if (sweep[i].second.epochs.empty()) continue;  // interrupted before its first epoch
-      pts[i].workers = sweep[i].first;
-      pts[i].result = sweep[i].second;
-      const EpochResult& e = sweep[i].second.epochs.back();
-      pts[i].samples_per_sec = e.samples / (e.seconds > 0 ? e.seconds : 1e-9);
-      if (sweep[i].second.compute_time > 0) pts[i].au = e.au;
-      ptrs.push_back(&pts[i]);
-    }
-    double required = sweep.front().second.required_samples_per_sec;
-    auto mw = MinWorkers(ptrs, required);
-    starves = required > 0 && !mw;
-    if (!json) {
-      std::printf("\nworker sweep (last epoch):");
-      for (const auto& p : pts) {
-        if (p.workers == 0) continue;
-        std::printf(" %d: %s samples/s%s;", p.workers, FormatCount(p.samples_per_sec).c_str(),
-                    p.au ? fmt::format(" AU {:.1f}%", *p.au * 100).c_str() : "");
-      }
-      std::printf("\n%s\n", required <= 0
-                                ? "no required rate (--step-time or --samples-per-sec): no pick"
-                            : mw ? fmt::format("fewest workers that feed the job: {}", *mw).c_str()
-                                 : "no worker count tried feeds the job");
-    }
+    WorkerSweep sw = SweepWorkers(sweep);
+    starves = sw.starves();
+    if (!json) std::fputs(WorkerSweepText(sw).c_str(), stdout);
   }
   if (json) {
     nlohmann::json j = {{"dsbench", {{"probe", probe.ToJson()}}}};
@@ -262,10 +228,10 @@ int TrainingCommands::Run() {
   if (f->replay->parsed()) return RunReplayCommand(&f->rj);
   if (f->slowfs->parsed()) {
     SlowfsOptions s;
-    if (Status st = Duration(f->sl_meta, "--meta-latency", &s.meta_latency); !st.ok()) {
+    if (Status st = DurationFlag(f->sl_meta, "--meta-latency", &s.meta_latency); !st.ok()) {
       return Fail(st);
     }
-    if (Status st = Duration(f->sl_read, "--read-latency", &s.read_latency); !st.ok()) {
+    if (Status st = DurationFlag(f->sl_read, "--read-latency", &s.read_latency); !st.ok()) {
       return Fail(st);
     }
     auto m = SlowfsMount::Mount(f->sl_src, f->sl_mnt, s);

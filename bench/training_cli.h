@@ -2,9 +2,10 @@
 // declared on the caller's CLI::App; Run() executes whichever was parsed. Kept apart from
 // dsbench_main.cc, which holds the fio-style commands (io, storage, meta).
 //
-// Exit codes: 0 done; 1 the job STARVES (with a required rate) or samples failed their checks
-// (corrupt data, also when skipped with --on-error skip); 2 usage error, IO error, or a corrupt
-// sample that stopped the run under --on-error stop is 1 as well (see ExitCode in src/status.h).
+// Exit codes: 0 done; 1 the job STARVES (with a required rate), samples failed their checks
+// (corrupt data, also when skipped with --on-error skip; or stopped the run under --on-error
+// stop), or the input is bad data (not a dataset, no samples); 2 usage or IO error. Errors go
+// through ExitCode (src/status.h), as in every dspack tool.
 #pragma once
 
 #include <CLI/CLI.hpp>

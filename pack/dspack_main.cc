@@ -27,22 +27,9 @@ constexpr ds::OptionName kFlags[] = {
     {"field", "--field"},
 };
 
-int Fail(const ds::Status& s) {
-  std::string msg = ds::RenderOptionNames(s.message(), kFlags);
-  std::fprintf(stderr, "dspack: %s\n", ds::EscapeBytes(msg).c_str());
-  return ds::ExitCode(s);
-}
+constexpr std::string_view kTool = "dspack";
 
-// Parses a human size flag; on error prints it and returns false.
-bool SizeFlag(const std::string& text, const char* flag, uint64_t* out, int* rc) {
-  auto v = ds::ParseSize(text);
-  if (!v.ok()) {
-    *rc = Fail(v.status().Prefixed(flag));
-    return false;
-  }
-  *out = *v;
-  return true;
-}
+int Fail(const ds::Status& s) { return ds::Fail(kTool, s, kFlags); }
 
 std::string ConvertSummary(const ds::ConvertOptions& o, const ds::ConvertReport& r) {
   double t = r.total_seconds > 0 ? r.total_seconds : 1e-9;
@@ -164,18 +151,17 @@ int main(int argc, char** argv) try {
   synth->add_option("--threads", so.threads, "Writer threads")->capture_default_str();
   synth->add_flag("-q,--quiet", quiet, "No summary");
 
-  if (int rc = ds::ParseArgs(app, argc, argv); rc >= 0) return rc;
+  if (int rc = ds::ParseArgs(kTool, app, argc, argv); rc >= 0) return rc;
 
   io.progress = !io.quiet && !io.json;
   if (conv->parsed()) {
-    int rc = 0;
     uint64_t v = 0;
     if (!shard_size.empty()) {
-      if (!SizeFlag(shard_size, "--shard-size", &v, &rc)) return rc;
+      if (ds::Status st = ds::SizeFlag(shard_size, "--shard-size", &v); !st.ok()) return Fail(st);
       co.layout.shard_size = v;
     }
     if (!align.empty()) {
-      if (!SizeFlag(align, "--align", &v, &rc)) return rc;
+      if (ds::Status st = ds::SizeFlag(align, "--align", &v); !st.ok()) return Fail(st);
       if (v > (1u << 30))
         return Fail(ds::Status(ds::Code::kInvalidArgument, "--align: at most 1GiB"));
       co.layout.align = static_cast<uint32_t>(v == 0 ? 1 : v);
@@ -220,10 +206,6 @@ int main(int argc, char** argv) try {
     }
   }
   return s.ok() ? 0 : Fail(s);
-} catch (const std::bad_alloc&) {
-  std::fprintf(stderr, "dspack: out of memory\n");
-  return 2;
-} catch (const std::exception& e) {
-  std::fprintf(stderr, "dspack: internal error: %s\n", e.what());
-  return 2;
+} catch (...) {
+  return ds::ExceptionExit(kTool);
 }

@@ -16,7 +16,7 @@ struct SystemProbe {
   std::string fs_type;  // from statfs magic: ext4, xfs, btrfs, tmpfs, nfs, lustre, gpfs, fuse...
   std::string mount_point;    // from mountinfo: the longest mount point containing path
   std::string mount_source;   // device or server:/export
-  std::string mount_fstype;   // mountinfo's type (e.g. "fuse.fuse_latency", "nfs4")
+  std::string mount_fstype;   // mountinfo's type (e.g. "fuse.dsbench-slowfs", "nfs4")
   std::string mount_options;  // per-mount + super options (rsize=, wsize=, actimeo=, ...)
   std::string block_device;   // e.g. "vda" (empty for network and virtual file systems)
   std::string scheduler;      // /sys/block/<dev>/queue/scheduler, the active one

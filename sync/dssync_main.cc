@@ -26,15 +26,13 @@ constexpr ds::OptionName kFlags[] = {
     {"max_bytes", "--max-bytes"},             {"world", "--world"},
     {"version_name", "--version-name"},
 };
+constexpr std::string_view kTool = "dssync";
 
 std::string Render(const std::string& message) {
   return ds::EscapeBytes(ds::RenderOptionNames(message, kFlags));
 }
 
-int Fail(const ds::Status& s) {
-  std::fprintf(stderr, "dssync: %s\n", Render(s.message()).c_str());
-  return ds::ExitCode(s);
-}
+int Fail(const ds::Status& s) { return ds::Fail(kTool, s, kFlags); }
 
 // Prints per-file errors (at most 20 lines) and returns the exit code they call for.
 int ReportErrors(const std::vector<ds::Status>& errors) {
@@ -56,7 +54,7 @@ int Verify(int argc, char** argv) {
   app.add_option("--threads", threads, "files hashed in parallel")->check(CLI::Range(1, 1024));
   app.add_flag("--json", json, "print a JSON summary");
   app.add_flag("-q,--quiet", quiet, "print nothing on success");
-  if (int rc = ds::ParseArgs(app, argc, argv); rc >= 0) return rc;
+  if (int rc = ds::ParseArgs(kTool, app, argc, argv); rc >= 0) return rc;
   auto r = ds::sync::VerifyStaged(dst, threads);
   if (!r.ok()) return Fail(r.status());
   int rc = ReportErrors(r->problems);
@@ -155,22 +153,16 @@ int main(int argc, char** argv) try {
   app.add_flag("--json", json, "print a JSON summary");
   app.add_flag("-q,--quiet", quiet, "print only errors");
   app.add_flag("--no-space-check", no_space_check)->group("");  // tests: force ENOSPC mid-copy
-  if (int rc = ds::ParseArgs(app, argc, argv); rc >= 0) return rc;
+  if (int rc = ds::ParseArgs(kTool, app, argc, argv); rc >= 0) return rc;
 
-  auto size_flag = [](const std::string& text, const char* flag, uint64_t* out) {
-    auto v = ds::ParseSize(text);
-    if (!v.ok()) return v.status().Prefixed(flag);
-    *out = *v;
-    return ds::Status::Ok();
-  };
-  ds::Status st = size_flag(chunk, "--chunk-size", &o.chunk_size);
+  ds::Status st = ds::SizeFlag(chunk, "--chunk-size", &o.chunk_size);
   if (st.ok() && (o.chunk_size == 0 || o.chunk_size % 4096 != 0)) {
     st = ds::Status(ds::Code::kInvalidArgument, "--chunk-size: must be a multiple of 4 KiB");
   }
-  if (st.ok() && !bwlimit.empty()) st = size_flag(bwlimit, "--bwlimit", &o.bwlimit);
+  if (st.ok() && !bwlimit.empty()) st = ds::SizeFlag(bwlimit, "--bwlimit", &o.bwlimit);
   if (st.ok() && !max_bytes.empty()) {
     uint64_t b = 0;
-    st = size_flag(max_bytes, "--max-bytes", &b);
+    st = ds::SizeFlag(max_bytes, "--max-bytes", &b);
     o.max_bytes = b;
   }
   if (!st.ok()) return Fail(st);
@@ -187,10 +179,6 @@ int main(int argc, char** argv) try {
   int rc = ReportErrors(r->errors);
   if (json || !quiet) PrintSummary(*r, json);
   return rc;
-} catch (const std::bad_alloc&) {
-  std::fprintf(stderr, "dssync: out of memory\n");
-  return 2;
-} catch (const std::exception& e) {
-  std::fprintf(stderr, "dssync: %s\n", e.what());
-  return 2;
+} catch (...) {
+  return ds::ExceptionExit(kTool);
 }

@@ -187,3 +187,49 @@ TEST_CASE("compare: natural mode reads each layout as its loaders do", "[bench]"
   CHECK(CompareMode("map", "wds") == "map");
   CHECK(CompareMode("stream", "dir") == "stream");
 }
+
+TEST_CASE("replay worker sweep: the last epoch of each run, the fewest workers that feed the job",
+          "[bench]") {
+  auto result = [](std::vector<EpochResult> epochs, double required, double compute = 0) {
+    ds::bench::ReplayResult r;
+    r.epochs = std::move(epochs);
+    r.required_samples_per_sec = required;
+    r.compute_time = compute;
+    return r;
+  };
+  // Needs 500 samples/s: 1 worker delivers 300, 2 deliver 600 (their first epochs do not count),
+  // 4 were interrupted before an epoch.
+  std::vector<std::pair<int, ds::bench::ReplayResult>> runs;
+  runs.emplace_back(1, result({Epoch(900, 1), Epoch(300, 1)}, 500));
+  runs.emplace_back(2, result({Epoch(10, 1), Epoch(1200, 2)}, 500));
+  runs.emplace_back(4, result({}, 500));
+  auto sw = ds::bench::SweepWorkers(runs);
+  REQUIRE(sw.points.size() == 2);
+  CHECK(sw.points[0].samples_per_sec == Approx(300));
+  CHECK(sw.points[1].samples_per_sec == Approx(600));
+  CHECK(sw.required == 500);
+  REQUIRE(sw.min_workers);
+  CHECK(*sw.min_workers == 2);
+  CHECK_FALSE(sw.starves());
+  CHECK(ds::bench::WorkerSweepText(sw) ==
+        "\nworker sweep (last epoch): 1: 300 samples/s; 2: 600 samples/s;\n"
+        "fewest workers that feed the job: 2\n");
+
+  // With a simulated accelerator the bar is AU, not samples/s: none reaches 90%: it starves.
+  runs.clear();
+  runs.emplace_back(1, result({Epoch(100, 1, 0, 0.5)}, 100, 0.01));
+  runs.emplace_back(8, result({Epoch(100, 1, 0, 0.89)}, 100, 0.01));
+  sw = ds::bench::SweepWorkers(runs);
+  CHECK_FALSE(sw.min_workers);
+  CHECK(sw.starves());
+  CHECK(ds::bench::WorkerSweepText(sw).find(" 8: 100 samples/s AU 89.0%;\nno worker count tried "
+                                            "feeds the job\n") != std::string::npos);
+
+  // No required rate: no pick, and nothing starves.
+  runs.clear();
+  runs.emplace_back(1, result({Epoch(100, 1)}, 0));
+  sw = ds::bench::SweepWorkers(runs);
+  CHECK_FALSE(sw.starves());
+  CHECK(ds::bench::WorkerSweepText(sw).find("no required rate") != std::string::npos);
+  CHECK(ds::bench::SweepWorkers({}).points.empty());
+}

@@ -89,7 +89,7 @@ assert all(b["reused"] for b in c["builds"]), c["builds"]'
 pass "text table, layouts reused from WORK_DIR, worker sweep picks the fewest workers that meet the rate"
 
 cp -a w/native nat
-expect_exit 2 "$DSBENCH" compare nat --work-dir w2
+expect_exit 1 "$DSBENCH" compare nat --work-dir w2
 expect_err "compare needs a directory tree"
 expect_exit 2 "$DSBENCH" compare tree --work-dir w2 --layouts dir,parquet
 expect_err "unknown layout 'parquet'"
@@ -101,6 +101,6 @@ expect_err "--work-dir tree/inside is inside SRC_DIR tree"
 expect_exit 2 "$DSBENCH" compare no/such/tree --work-dir w2
 expect_err "no/such/tree"
 mkdir emptytree
-expect_exit 2 "$DSBENCH" compare emptytree --work-dir w3 --layouts dir
+expect_exit 1 "$DSBENCH" compare emptytree --work-dir w3 --layouts dir
 expect_err "no samples"
 pass "bad inputs: a dataset instead of a tree, a work dir inside the tree, an unknown layout, no storage, a missing or empty tree"

@@ -73,6 +73,38 @@ expect_err "not enough free space"
 expect_exit 2 "$DSBENCH" io /dev/null --size 1M
 pass "bad inputs: missing PATH, bs > size, unaligned direct bs, unknown engine, no space: exit 2"
 
+# Every parse error is a usage error: exit 2 and one line that names the flag (was "internal
+# error: stod" for storage --runtime). bad_flag FLAG ARGS...: dsbench ARGS must fail so.
+bad_flag() {
+  local flag=$1; shift
+  expect_exit 2 "$DSBENCH" "$@"
+  expect_err "$flag"
+  [ "$(wc -l < "$WORK/last.err")" = 1 ] || { cat "$WORK/last.err"; fail "not one line: $*"; }
+  grep -q "internal error" "$WORK/last.err" && fail "internal error: $*"
+  return 0
+}
+mkdir pe
+bad_flag --runtime storage pe --runtime abc
+bad_flag --size storage pe --size lots
+bad_flag --min-bw storage pe --min-bw fast
+bad_flag --min-iops storage pe --min-iops many
+bad_flag --direct storage pe --direct maybe
+bad_flag --iodepth io pe --size 1M --iodepth abc
+bad_flag --numjobs io pe --size 1M --numjobs -
+bad_flag --runtime io pe --size 1M --runtime soon
+bad_flag --size io pe --size huge
+bad_flag --bs io pe --size 1M --bs big
+bad_flag --rwmixread io pe --size 1M --rw randrw --rwmixread half
+bad_flag --threads meta pe --threads two
+bad_flag --file-size meta pe --file-size x
+bad_flag --files-per-dir meta pe --files-per-dir lots
+bad_flag --step-time replay pe --step-time soon
+bad_flag --batch replay pe --batch big
+bad_flag --epochs compare pe --epochs many
+bad_flag --read-latency slowfs pe pe --read-latency slow
+[ -z "$(ls -A pe)" ] || fail "a refused run left files: $(ls -A pe)"
+pass "non-numeric --runtime, --size, --iodepth, --min-bw ... of every command: exit 2, one line naming the flag"
+
 if mkdir -p tmpfs && mount -t tmpfs -o size=64m tmpfs tmpfs 2>/dev/null; then
   MOUNTS+=("$WORK/tmpfs")
   if dd if=/dev/zero of=tmpfs/probe bs=4k count=1 oflag=direct status=none 2>/dev/null; then

@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# The packer through the FUSE latency fixture (emulated NFS, 1 ms per metadata op) produces the
-# same shards as on the raw directory. Timing comparisons live in bench/convert_fuse.sh.
+# The packer through the slow file system (dsbench-slowfs: emulated NFS, 1 ms per metadata op)
+# produces the same shards as on the raw directory. Timings: bench/peers/convert_fuse.sh.
 source "$(dirname "$0")/lib.sh"
-FUSE=${FUSE_LATENCY:?set FUSE_LATENCY to the fuse_latency binary}
+FUSE=${SLOWFS:?set SLOWFS to the dsbench-slowfs binary}
 if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
   echo "skip - no /dev/fuse or fusermount3 here"; exit 77
 fi
 "$DSPACK" synth coco-like src --samples 150 --seed 6 -q
 mkdir mnt
-if ! pid=$("$SRC_DIR/tests/fixtures/fuse_mount.sh" "$FUSE" "$WORK/src" "$WORK/mnt" 1 2>fuse.err); then
+if ! pid=$("$SRC_DIR/tests/fixtures/fuse_mount.sh" "$FUSE" "$WORK/src" "$WORK/mnt" 1ms 2>fuse.err); then
   cat fuse.err; echo "skip - cannot mount FUSE here"; exit 77
 fi
 trap '"$SRC_DIR/tests/fixtures/fuse_mount.sh" umount "$WORK/mnt" "$pid" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
@@ -18,4 +18,4 @@ for f in raw.ds/shard-* raw.ds/index.dsi raw.ds/classes.txt; do
   cmp -s "$f" "fuse.ds/${f#raw.ds/}" || fail "$f differs when read through FUSE"
 done
 "$DSPACK" verify fuse.ds -q
-pass "convert through the 1 ms FUSE fixture gives the same shards as on the raw directory"
+pass "convert through the 1 ms slow file system gives the same shards as on the raw directory"

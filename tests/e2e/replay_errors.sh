@@ -16,7 +16,7 @@ tar -cf t.tar tree
 "$DSBENCH" replay t.tar --epochs 1 --output-format json > tar.json
 $PY -c 'import json; r=json.load(open("tar.json"))["replay"]; assert r["layout"] == "wds" and r["dataset_samples"] == 200, r'
 echo hello > plain.txt
-expect_exit 2 "$DSBENCH" replay plain.txt --epochs 1
+expect_exit 1 "$DSBENCH" replay plain.txt --epochs 1
 expect_err "plain.txt: not a dataset"
 expect_err "dspack convert plain.txt"
 head -c 100000 /dev/urandom > junk.tfrecord
@@ -28,9 +28,9 @@ pass "a tar is detected as wds; a text file and random bytes named .tfrecord are
 
 # An empty dataset: an empty tree.
 mkdir empty
-expect_exit 2 "$DSBENCH" replay empty --epochs 1
+expect_exit 1 "$DSBENCH" replay empty --epochs 1
 expect_err "empty: no samples to replay"
-pass "an empty dataset is refused"
+pass "an empty dataset is refused as bad data (exit 1, as dspack)"
 
 # A corrupt record in the middle of a shard: flip one payload byte of sample 100.
 cp -a nat bad
@@ -131,10 +131,10 @@ PY
   "$DSBENCH" slowfs tree mnt > killed.out 2>&1 &
   pid=$!
   for _ in $(seq 100); do mountpoint -q mnt && break; sleep 0.05; done
-  pkill -9 -f "fuse_latency tree $WORK/mnt" || fail "no fuse_latency daemon to kill"
+  pkill -9 -f "dsbench-slowfs tree $WORK/mnt" || fail "no dsbench-slowfs daemon to kill"
   set +e; wait $pid; rc=$?; set -e
   [ $rc -eq 2 ] || { cat killed.out; fail "daemon killed: exit $rc"; }
-  grep -q "fuse_latency ended (killed by signal 9), $WORK/mnt unmounted" killed.out ||
+  grep -q "dsbench-slowfs ended (killed by signal 9), $WORK/mnt unmounted" killed.out ||
     { cat killed.out; fail "daemon killed: message"; }
   grep -qF "$WORK/mnt" /proc/mounts && fail "a dead slowfs mount was left behind"
   expect_exit 2 "$DSBENCH" slowfs tree no/such/mnt

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # The same jobs with fio and with dsbench on the same file, interleaved, in one run; prints the
 # median IOPS / bandwidth of each and the ratio dsbench/fio, plus CPU per IO.
-#   bench/fio_parity.sh [DIR=/tmp/dspack-parity] [RUNTIME=10] [ROUNDS=3]
+#   bench/peers/fio_parity.sh [DIR=/tmp/dspack-parity] [RUNTIME=10] [ROUNDS=3]
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 DIR=${1:-/tmp/dspack-parity}; RT=${2:-10}; ROUNDS=${3:-3}
 DSBENCH=${DSBENCH:-$PWD/build/bench/dsbench}
 mkdir -p "$DIR"

@@ -1,13 +1,13 @@
-// The slow file system (docs/dsbench.md#slowfs): a dataset served through `fuse_latency`, a
-// read-only FUSE passthrough that sleeps before answering each metadata request (LOOKUP, GETATTR,
-// OPEN, READDIR...) and optionally each READ, as an NFS client waits for its server's round
-// trips. Each request sleeps on its own thread, so requests in flight together overlap, as
-// independent RPCs do. It answers "what happens to this dataset on NFS with 1 ms round trips?"
-// without an NFS server.
+// The slow file system (docs/dsbench.md#slowfs), as dsbench uses it: a dataset served through
+// `dsbench-slowfs` (this folder's daemon, ops.h), a read-only FUSE passthrough that sleeps before
+// answering each metadata request (LOOKUP, GETATTR, OPEN, READDIR...) and optionally each READ, as
+// an NFS client waits for its server's round trips. Each request sleeps on its own thread, so
+// requests in flight together overlap, as independent RPCs do. It answers "what happens to this
+// dataset on NFS with 1 ms round trips?" without an NFS server.
 //
-// SlowfsMount starts `fuse_latency SRC MNT -f ...` as a child process, waits until MNT is a mount
+// SlowfsMount starts `dsbench-slowfs SRC MNT -f ...` as a child process, waits until MNT is a mount
 // point, and unmounts (fusermount3 -u, else a lazy umount) and reaps the child when destroyed.
-// The binary is found next to the running executable (dsbench and fuse_latency are built into
+// The binary is found next to the running executable (dsbench and dsbench-slowfs are built into
 // the same directory), or at $DSBENCH_SLOWFS. Needs /dev/fuse and fusermount3 (fuse3).
 //
 // Not thread-safe; move-only. A mount outlives nothing: destroy it before exiting.
@@ -53,7 +53,7 @@ class SlowfsMount {
   bool own_dir_ = false;
 };
 
-// Where fuse_latency is: $DSBENCH_SLOWFS, else next to /proc/self/exe.
+// Where dsbench-slowfs is: $DSBENCH_SLOWFS, else next to /proc/self/exe.
 Result<std::string> SlowfsBinary();
 
 // Wraps a dataset path in a slow mount: a directory is mounted itself; a file (a .zip) through

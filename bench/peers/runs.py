@@ -1,4 +1,4 @@
-"""Reads the "NAME seconds max_rss_kb" lines written by bench/lib.sh's run()."""
+"""Reads the "NAME seconds max_rss_kb" lines written by bench/peers/lib.sh's run()."""
 import statistics
 
 

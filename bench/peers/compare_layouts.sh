@@ -8,18 +8,18 @@
 #   (c) memory speed: the cached native shards read with dd (1 MiB blocks) to /dev/null, the
 #       page cache's read bandwidth on this machine, measured in the same invocation as (a).
 # Prints ratios against the directory tree and against (c).
-#   bench/compare_layouts.sh [SAMPLES=5000] [EPOCHS=3] [RATE=3200]
+#   bench/peers/compare_layouts.sh [SAMPLES=5000] [EPOCHS=3] [RATE=3200]
 # Needs root (drop_caches, FUSE) and built build/pack/dspack, build/bench/dsbench (override with
 # DSPACK, DSBENCH). Work files go to $WORK (default /tmp/dspack-compare-bench).
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 N=${1:-5000}
 E=${2:-3}
 RATE=${3:-3200}
 DSPACK=${DSPACK:-$PWD/build/pack/dspack}
 DSBENCH=${DSBENCH:-$PWD/build/bench/dsbench}
 W=${WORK:-/tmp/dspack-compare-bench}
-source bench/lib.sh
+source bench/peers/lib.sh
 bench_tree  # the imagenet-like tree of N samples, seed 1, as the other scripts: $SRC
 rm -rf "$W/c"  # layouts are built afresh (compare would reuse them)
 LAYOUTS=dir,zip,native,lmdb,wds,tfrecord

@@ -1,4 +1,4 @@
-#include "bench/slowfs.h"
+#include "bench/slowfs/mount.h"
 
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -100,7 +100,8 @@ bool WaitFor(pid_t pid, int ms) {
   return false;
 }
 
-std::string Ms(double seconds) { return fmt::format("{}", seconds * 1e3); }
+// A duration as the daemon's flags take it (src/human.h's ParseDuration).
+std::string DurationArg(double seconds) { return fmt::format("{}ms", seconds * 1e3); }
 
 }  // namespace
 
@@ -111,11 +112,11 @@ Result<std::string> SlowfsBinary() {
   if (n <= 0) return Status::FromErrno(errno, "readlink /proc/self/exe");
   std::string dir(exe, static_cast<size_t>(n));
   dir.resize(dir.rfind('/') + 1);
-  std::string bin = dir + "fuse_latency";
+  std::string bin = dir + "dsbench-slowfs";
   if (::access(bin.c_str(), X_OK) != 0) {
     return Status(Code::kUnsupported,
                   bin +
-                      ": the slow file system's binary is missing; build the fuse_latency "
+                      ": the slow file system's binary is missing; build the dsbench-slowfs "
                       "target or set DSBENCH_SLOWFS to its path");
   }
   return bin;
@@ -157,9 +158,10 @@ Result<SlowfsMount> SlowfsMount::Mount(const std::string& src, std::string mount
   int log_fd = ::mkstemps(log.data(), 4);
   if (log_fd < 0) return Status::FromErrno(errno, "mkstemps " + log);
   m.log_ = log;
-  auto pid = Spawn({bin, src, m.mountpoint_, "-f", "--delay-ms", Ms(options.meta_latency),
-                    "--read-delay-ms", Ms(options.read_latency)},
-                   log_fd, /*new_group=*/true);
+  auto pid =
+      Spawn({bin, src, m.mountpoint_, "-f", "--meta-latency", DurationArg(options.meta_latency),
+             "--read-latency", DurationArg(options.read_latency)},
+            log_fd, /*new_group=*/true);
   ::close(log_fd);
   if (!pid.ok()) return pid.status();
   // Its own process group: a terminal's Ctrl-C stops dsbench, which then unmounts in order; the
@@ -236,7 +238,7 @@ Status SlowfsMount::WaitUntilStopped() {
                                         : fmt::format("exit status {}", WEXITSTATUS(st));
       Status s = WIFEXITED(st) && WEXITSTATUS(st) == 0
                      ? Status::Ok()
-                     : Status(Code::kIOError, fmt::format("slowfs: fuse_latency ended ({}), {} "
+                     : Status(Code::kIOError, fmt::format("slowfs: dsbench-slowfs ended ({}), {} "
                                                           "unmounted: {}",
                                                           how, mountpoint_, Tail(log_)));
       (void)Unmount();

@@ -2,26 +2,28 @@
 # dssync vs rsync -a and cp -r, cold cache, in one run: (a) ~20 native shards of ~100 MB (a
 # dspack dataset, so dssync verifies every shard against manifest.json), (b) the same
 # ImageNet-like tree of N files (dssync hashes and writes its own manifest), and (c) the tree
-# through the 1 ms FUSE latency fixture (emulated NFS) as the source. `cp+sync` is `cp -r && sync`:
+# through the slow file system (`dsbench slowfs`, 1 ms per metadata round trip: emulated NFS) as
+# the source. `cp+sync` is `cp -r && sync`:
 # dssync's output is durable (synced) when it exits, cp's and rsync's are not. Fresh destination each
 # run, page cache dropped before each run; medians of ROUNDS (peers through FUSE: FUSE_ROUNDS).
 # rclone is not installed on Debian 12 by default and is not compared.
-#   bench/sync_vs_peers.sh [SAMPLES=20000] [ROUNDS=3] [FUSE_ROUNDS=1]
+#   bench/peers/sync_vs_peers.sh [SAMPLES=20000] [ROUNDS=3] [FUSE_ROUNDS=1]
 #   SETS="shards tree fuse" (default) picks which of (a), (b), (c) to run.
 # Needs root (drop_caches, FUSE mount), built build/pack/dspack, build/sync/dssync and
-# build/bench/fuse_latency (override with DSPACK, DSSYNC, FUSE_LATENCY).
+# build/bench/dsbench with build/bench/dsbench-slowfs (override with DSPACK, DSSYNC, DSBENCH).
+# LATENCY: 1ms.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 N=${1:-20000}
 ROUNDS=${2:-3}
 FUSE_ROUNDS=${3:-1}
 DSPACK=${DSPACK:-$PWD/build/pack/dspack}
 DSSYNC=${DSSYNC:-$PWD/build/sync/dssync}
-FUSE=${FUSE_LATENCY:-$PWD/build/bench/fuse_latency}
+DSBENCH=${DSBENCH:-$PWD/build/bench/dsbench}
 W=${BENCH_DIR:-/tmp/dssync-bench}
-DELAY=${DELAY_MS:-1}
+LATENCY=${LATENCY:-1ms}
 SETS=${SETS:-shards tree fuse}
-source bench/lib.sh
+source bench/peers/lib.sh
 bench_tree
 SHARDS="$W/shards-$N"
 if [ ! -f "$SHARDS.done" ]; then
@@ -32,9 +34,9 @@ if [ ! -f "$SHARDS.done" ]; then
 fi
 SBYTES=$(du -sb --apparent-size "$SHARDS" | cut -f1)
 NSHARDS=$(ls "$SHARDS" | grep -c '^shard-')
-MNT="$W/mnt"; mkdir -p "$MNT"
-pid=$(tests/fixtures/fuse_mount.sh "$FUSE" "$SRC" "$MNT" "$DELAY")
-trap 'tests/fixtures/fuse_mount.sh umount "$MNT" "$pid" >/dev/null 2>&1 || true; rm -rf "$W/out"' EXIT
+MNT="$W/mnt"
+trap 'slowfs_umount; rm -rf "$W/out"' EXIT
+slowfs_mount "$SRC" "$MNT" "$LATENCY"
 
 results="$W/sync-results.txt"; : > "$results"
 srun() {  # srun NAME CMD...: fresh DST, cold cache, timed
@@ -65,14 +67,14 @@ done
 rm -rf "$W/out"; "$DSSYNC" "$SHARDS" "$W/out" -q && "$DSSYNC" verify "$W/out" -q
 diff -r -x '.dssync-*' "$SHARDS" "$W/out"
 
-PYTHONPATH=bench python3 - "$results" "$N" "$BYTES" "$NSHARDS" "$SBYTES" "$ROUNDS" "$FUSE_ROUNDS" "$DELAY" <<'PY'
+PYTHONPATH=bench/peers python3 - "$results" "$N" "$BYTES" "$NSHARDS" "$SBYTES" "$ROUNDS" "$FUSE_ROUNDS" "$LATENCY" <<'PY'
 import sys
 from runs import load
 path, n, b, ns, sb, rounds, fuse_rounds, delay = sys.argv[1:9]
 n, b, ns, sb = int(n), int(b), int(ns), int(sb)
 med, rss = load(path)
 print(f"(a) shards: {ns} native shards, {sb/1e6:.0f} MB; (b) tree: {n} files, {b/1e6:.0f} MB;")
-print(f"(c) the tree through the FUSE fixture, {delay} ms per metadata op. Cold cache, fresh DST;")
+print(f"(c) the tree through the slow file system, {delay} per metadata round trip. Cold cache, fresh DST;")
 print(f"medians of {rounds} runs (rsync and cp through FUSE: {fuse_rounds}); rclone: not installed")
 print(f"{'run':<18}{'seconds':>9}{'MB/s':>9}{'files/s':>10}{'peak RSS':>10}{'rsync/this':>12}{'cp/this':>9}{'cp+sync/this':>14}")
 for set, nb, nf in [("shards", sb, ns), ("tree", b, n), ("fuse", b, n)]:

@@ -1,15 +1,15 @@
 #!/usr/bin/env bash
 # dspack convert vs tar -cf on the same tree, in one run: cold (drop_caches, needs root) and warm,
 # median of ROUNDS runs each, with files/s, MB/s, peak RSS and the ratio to tar.
-#   bench/convert_vs_tar.sh [SAMPLES=20000] [ROUNDS=5]
+#   bench/peers/convert_vs_tar.sh [SAMPLES=20000] [ROUNDS=5]
 # Writes work files under ${BENCH_DIR:-/tmp/dspack-bench}. Needs a built build/pack/dspack.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 N=${1:-20000}
 ROUNDS=${2:-5}
 DSPACK=${DSPACK:-$PWD/build/pack/dspack}
 W=${BENCH_DIR:-/tmp/dspack-bench}
-source bench/lib.sh
+source bench/peers/lib.sh
 bench_tree
 can_drop=0
 if [ -w /proc/sys/vm/drop_caches ]; then can_drop=1; fi
@@ -49,7 +49,7 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 rm -rf "$W/out.ds" "$W/out.tar" "$W/seq.ds" "$W/seq.copy"
 
-PYTHONPATH=bench python3 - "$results" "$N" "$BYTES" "$ROUNDS" <<'PY'
+PYTHONPATH=bench/peers python3 - "$results" "$N" "$BYTES" "$ROUNDS" <<'PY'
 import sys
 from runs import load
 path, n, b, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]

@@ -4,15 +4,15 @@
 #   - every layout vs `tar -cf` of the same tree (the peer for wds: same bytes, one tar);
 #   - lmdb vs a python3-lmdb script putting one key per file in batched transactions (what
 #     python-lmdb dataset recipes do).
-#   bench/convert_formats.sh [SAMPLES=5000] [ROUNDS=3]
+#   bench/peers/convert_formats.sh [SAMPLES=5000] [ROUNDS=3]
 # Work files under ${BENCH_DIR:-/tmp/dspack-bench}. Needs a built build/pack/dspack.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 N=${1:-5000}
 ROUNDS=${2:-3}
 DSPACK=${DSPACK:-$PWD/build/pack/dspack}
 W=${BENCH_DIR:-/tmp/dspack-bench}
-source bench/lib.sh
+source bench/peers/lib.sh
 bench_tree
 results="$W/formats.txt"
 : > "$results"
@@ -43,7 +43,7 @@ for r in $(seq 1 "$ROUNDS"); do
   run "python-lmdb" /usr/bin/python3 "$W/lmdb_put.py" "$SRC" "$W/out.ds"
 done
 rm -rf "$W/out.ds" "$W/out.tar"
-PYTHONPATH=bench python3 - "$results" "$N" "$BYTES" "$ROUNDS" <<'PY'
+PYTHONPATH=bench/peers python3 - "$results" "$N" "$BYTES" "$ROUNDS" <<'PY'
 import sys
 from runs import load
 path, n, b, rounds = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]

@@ -1,23 +1,24 @@
 #!/usr/bin/env bash
-# dspack convert vs tar -cf through the 1 ms FUSE latency fixture (emulated NFS), beside the raw
-# directory, cold and warm, in one run; also dspack's throughput against its --threads (the
-# number of operations in flight) through the fixture.
-#   bench/convert_fuse.sh [SAMPLES=20000] [ROUNDS=3] [TAR_ROUNDS=1]
-# Needs root (drop_caches, FUSE mount), a built build/pack/dspack and build/bench/fuse_latency.
+# dspack convert vs tar -cf through the slow file system (`dsbench slowfs`, 1 ms per metadata
+# round trip: emulated NFS), beside the raw directory, cold and warm, in one run; also dspack's
+# throughput against its --threads (the number of operations in flight) through it.
+#   bench/peers/convert_fuse.sh [SAMPLES=20000] [ROUNDS=3] [TAR_ROUNDS=1]
+# Needs root (drop_caches, FUSE mount), a built build/pack/dspack and build/bench/dsbench (with
+# build/bench/dsbench-slowfs beside it); override with DSPACK, DSBENCH. LATENCY: 1ms.
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 N=${1:-20000}
 ROUNDS=${2:-3}
 TAR_ROUNDS=${3:-1}
 DSPACK=${DSPACK:-$PWD/build/pack/dspack}
-FUSE=${FUSE_LATENCY:-$PWD/build/bench/fuse_latency}
+DSBENCH=${DSBENCH:-$PWD/build/bench/dsbench}
 W=${BENCH_DIR:-/tmp/dspack-bench}
-DELAY=${DELAY_MS:-1}
-source bench/lib.sh
+LATENCY=${LATENCY:-1ms}
+source bench/peers/lib.sh
 bench_tree
-MNT="$W/mnt"; mkdir -p "$MNT"
-pid=$(tests/fixtures/fuse_mount.sh "$FUSE" "$SRC" "$MNT" "$DELAY")
-trap 'tests/fixtures/fuse_mount.sh umount "$MNT" "$pid" >/dev/null 2>&1 || true' EXIT
+MNT="$W/mnt"
+trap slowfs_umount EXIT
+slowfs_mount "$SRC" "$MNT" "$LATENCY"
 
 results="$W/fuse-results.txt"; : > "$results"
 warm() { cat "$1"/*/* > /dev/null; }
@@ -43,13 +44,13 @@ for t in 1 4 16 64; do
 done
 rm -rf "$W/out.ds" "$W/out.tar"
 
-PYTHONPATH=bench python3 - "$results" "$N" "$BYTES" "$ROUNDS" "$TAR_ROUNDS" "$DELAY" <<'PY'
+PYTHONPATH=bench/peers python3 - "$results" "$N" "$BYTES" "$ROUNDS" "$TAR_ROUNDS" "$LATENCY" <<'PY'
 import sys
 from runs import load
 path, n, b, rounds, tar_rounds, delay = sys.argv[1:7]
 n, b = int(n), int(b)
 med, rss = load(path)
-print(f"tree: {n} files, {b/1e6:.1f} MB; FUSE fixture delay {delay} ms per metadata op;")
+print(f"tree: {n} files, {b/1e6:.1f} MB; slow file system: {delay} per metadata round trip;")
 print(f"medians of {rounds} runs (tar through FUSE: {tar_rounds}), measured in one invocation")
 print(f"{'run':<22}{'seconds':>9}{'files/s':>10}{'MB/s':>9}{'peak RSS':>10}{'vs tar':>9}")
 for k in ["cold-raw-dspack", "cold-raw-tar", "cold-fuse-dspack-t16", "cold-fuse-dspack-t64",

@@ -1,0 +1,67 @@
+// `dsbench storage` (docs/dsbench.md#storage): can this storage feed training? Two fio-style
+// jobs on one test file, a sequential 1 MiB read (4 jobs x iodepth 8) and a random 4 KiB read
+// (1 job x iodepth 32), judged against a bar: PASS when both the bandwidth and the IOPS reach it.
+//
+// RunStorage runs the jobs (io_uring, falling back to psync with a warning where the kernel
+// refuses io_uring) and removes the test file it made unless `keep`. JudgeStorage is the pure
+// PASS/FAIL decision; StorageJson and StorageText render a run.
+//
+// Thread-safety: functions of their arguments only; RunStorage runs jobs on threads of its own.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "bench/io_job.h"
+#include "src/status.h"
+
+namespace ds::bench {
+
+struct StorageOptions {
+  std::string path;             // a directory (the test file PATH/dsbench.storage.0) or a file
+  uint64_t min_bw = 500000000;  // bytes/s of the sequential read
+  uint64_t min_iops = 5000;     // of the random 4 KiB read
+  uint64_t size = 0;            // test file size; 0: 8 GiB (quick: 1 GiB)
+  double runtime = 0;           // seconds per test; 0: 30 (quick: 5)
+  bool direct = true;
+  bool quick = false;       // a first look: defaults above and a shorter ramp
+  bool keep = false;        // keep the test file
+  std::string disk_device;  // sampled while the jobs run (SystemProbe::block_device)
+};
+
+struct StorageVerdict {
+  double bw = 0;    // bytes/s, sequential 1 MiB read
+  double iops = 0;  // random 4 KiB read
+  bool bw_pass = false;
+  bool iops_pass = false;
+  bool pass() const { return bw_pass && iops_pass; }
+};
+
+// The two jobs' options, as RunStorage runs them.
+IoJobOptions SequentialJob(const StorageOptions& o);
+IoJobOptions RandomJob(const StorageOptions& o);
+
+// PASS/FAIL of the two results (each the first job of its run, group-reported) against the bar.
+// A result with no runtime measured counts as 0.
+StorageVerdict JudgeStorage(const JobResult& sequential, const JobResult& random,
+                            const StorageOptions& bar);
+
+struct StorageRun {
+  IoJobOptions seq_job, rnd_job;  // as run (ioengine psync after a fallback)
+  IoRun seq, rnd;
+  StorageVerdict verdict;
+};
+
+// Runs both jobs and judges them. `warn` receives warnings (the io_uring fallback).
+Result<StorageRun> RunStorage(const StorageOptions& o,
+                              const std::function<void(const std::string&)>& warn);
+
+// {"sequential_read": job, "random_read": job, "verdict": {bw_bytes, min_bw_bytes, bw_pass,
+// iops, min_iops, iops_pass, pass, quick}}; each job as fio's with the run's disk_util.
+nlohmann::json StorageJson(const StorageOptions& o, const StorageRun& r);
+// Both jobs' fio-like summaries, then one PASS/FAIL line each.
+std::string StorageText(const StorageOptions& o, const StorageRun& r);
+
+}  // namespace ds::bench
