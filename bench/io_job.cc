@@ -184,6 +184,19 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job, JobR
   };
   int64_t now = start;
   unsigned queued = 0;  // queued since the last Submit
+  // fio's clat runs from submission to completion. A synchronous engine does the IO inside Queue,
+  // so its clock starts before Queue; an asynchronous one's starts when Submit hands the request
+  // to the kernel (with iodepth_batch_submit > 1, a request may wait queued before that).
+  const bool sync_engine = (engine->flags() & kEngineSync) != 0;
+  std::vector<unsigned> unsubmitted;
+  auto submit = [&]() -> Status {
+    DS_RETURN_IF_ERROR(engine->Submit().status());
+    int64_t t = NowNs();
+    for (unsigned slot : unsubmitted) issued[slot] = t;
+    unsubmitted.clear();
+    queued = 0;
+    return Status::Ok();
+  };
   while (true) {
     while (!free_slots.empty() && more(now)) {
       unsigned slot = free_slots.back();
@@ -200,18 +213,15 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job, JobR
                     0,
                     reinterpret_cast<void*>(static_cast<uintptr_t>(slot)),
                     o.fixedbufs ? static_cast<int>(slot) : -1};
-      issued[slot] = NowNs();
+      if (sync_engine) issued[slot] = NowNs();
       DS_RETURN_IF_ERROR(engine->Queue(&r));
+      if (!sync_engine) unsubmitted.push_back(slot);
       issued_bytes += o.bs;
       // fio's iodepth_batch_submit: hand requests to the kernel in groups of this many.
-      if (++queued >= o.iodepth_batch_submit) {
-        DS_RETURN_IF_ERROR(engine->Submit().status());
-        queued = 0;
-      }
+      if (++queued >= o.iodepth_batch_submit) DS_RETURN_IF_ERROR(submit());
     }
     if (engine->inflight() == 0) break;
-    DS_RETURN_IF_ERROR(engine->Submit().status());
-    queued = 0;
+    DS_RETURN_IF_ERROR(submit());
     DS_ASSIGN_OR_RETURN(size_t n, engine->Reap(1, done));
     now = NowNs();
     if (ramping && now >= ramp_end) {  // ramp over: start counting from here

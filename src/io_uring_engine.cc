@@ -54,6 +54,12 @@ class IoUringEngine : public IoEngine {
                     -rc);
     }
     ring_ready_ = true;
+    // Reads the kernel cannot do without blocking (FUSE, NFS, buffered misses on some file
+    // systems) are punted to io-wq's bound workers, at most 4 per CPU by default: on 2 cores, 8
+    // in flight whatever the depth. Let io-wq run up to `depth` of them (kernel >= 5.15; an
+    // older kernel keeps its default, which only limits concurrency).
+    unsigned workers[2] = {depth_, 0};  // bound, unbound (0: unchanged)
+    (void)io_uring_register_iowq_max_workers(&ring_, workers);
     return Status::Ok();
   }
 
