@@ -16,12 +16,12 @@ namespace ds {
 Status IoEngine::RegisterFiles(std::span<const int>) {
   return Status(
       Code::kInvalidArgument,
-      std::string("registered files need the `ioengine=io_uring` engine, not ") + std::string(name()));
+      std::string("registered files need `ioengine=io_uring`, not ") + std::string(name()));
 }
 
 Status IoEngine::RegisterBuffers(std::span<const std::span<char>>) {
   return Status(Code::kInvalidArgument,
-                std::string("fixed buffers need the `ioengine=io_uring` engine, not ") + std::string(name()));
+                std::string("fixed buffers need `ioengine=io_uring`, not ") + std::string(name()));
 }
 
 Status ErrnoStatus(ssize_t result, std::string_view what) {

@@ -14,6 +14,7 @@
 #include "src/aligned_buffer.h"
 #include "src/checksum.h"
 #include "src/fd.h"
+#include "src/io_engine.h"
 #include "sync/committer.h"
 
 namespace ds::sync {
@@ -25,6 +26,25 @@ std::string TmpRel(const std::string& rel) {
 }
 
 namespace {
+
+// A worker's IO: its engine (io_uring, or psync where refused) and two buffers, so that the read
+// of a file's next piece is in flight while the current one is hashed and written.
+struct WorkerIo {
+  std::unique_ptr<IoEngine> engine;
+  AlignedBuffer buf[2];
+  WorkerIo() : buf{AlignedBuffer(kBufferSize), AlignedBuffer(kBufferSize)} {
+    auto e = MakeEngine("io_uring", {2, false});
+    engine = e.ok() ? std::move(*e) : std::move(MakeEngine("psync", {2, false})).value();
+  }
+  char* scratch() { return buf[0].data(); }
+  // Waits for every request in flight (their buffers are reused after).
+  void Drain() {
+    IoRequest* out[2];
+    while (engine->inflight() > 0) {
+      if (!engine->Reap(1, out).ok()) return;
+    }
+  }
+};
 
 constexpr size_t kAllChunks = ~size_t{0};  // a task copying every chunk of a file in order
 
@@ -96,7 +116,7 @@ class Engine {
   }
 
   void Work() {
-    AlignedBuffer buf(kBufferSize);
+    WorkerIo io;
     for (;;) {
       size_t t = next_.fetch_add(1);
       if (t >= tasks_.size()) return;
@@ -105,12 +125,12 @@ class Engine {
       Status st = abort_ ? Status(Code::kIOError, s.f->rel +
                                                       ": not copied (the run stopped "
                                                       "after an earlier error)")
-                         : Chunk(&s, k, buf.data());
+                         : Chunk(&s, k, &io);
       if (!st.ok()) {
         std::lock_guard<std::mutex> lock(s.mu);
         if (s.error.ok()) s.error = st;
       }
-      if (s.left.fetch_sub(1) == 1) Finish(i, buf.data());
+      if (s.left.fetch_sub(1) == 1) Finish(i, &io);
     }
   }
 
@@ -170,33 +190,68 @@ class Engine {
     return Status::Ok();
   }
 
-  Status CopyRange(FileState* s, uint64_t off, uint64_t len, char* buf, Xxh3Hasher* h,
+  // Copies [off, off+len) of the source into the tmp file, hashing it on the way. Reads go
+  // through the worker's engine one piece ahead of the hash and the write.
+  Status CopyRange(FileState* s, uint64_t off, uint64_t len, WorkerIo* io, Xxh3Hasher* h,
                    Xxh3Hasher* whole = nullptr) {
-    for (uint64_t done = 0; done < len;) {
-      size_t n = static_cast<size_t>(std::min<uint64_t>(kBufferSize, len - done));
-      Status st = ReadFullAt(s->src.get(), buf, n, off + done, s->f->rel);
-      if (st.code() == Code::kCorruption) {
-        return Status(Code::kBadInput, s->f->rel + ": changed during copy (it shrank)");
+    Status st = CopyPieces(s, off, len, io, h, whole);
+    io->Drain();
+    if (st.ok()) {
+      ::posix_fadvise(s->src.get(), static_cast<off_t>(off), static_cast<off_t>(len),
+                      POSIX_FADV_DONTNEED);
+    }
+    return st;
+  }
+
+  Status CopyPieces(FileState* s, uint64_t off, uint64_t len, WorkerIo* io, Xxh3Hasher* h,
+                    Xxh3Hasher* whole) {
+    const uint64_t pieces = (len + kBufferSize - 1) / kBufferSize;
+    IoRequest req[2];
+    auto piece_len = [&](uint64_t p) {
+      return static_cast<size_t>(std::min<uint64_t>(kBufferSize, len - p * kBufferSize));
+    };
+    auto start = [&](uint64_t p) -> Status {
+      IoRequest& r = req[p % 2];
+      r = IoRequest{IoRequest::Op::kRead, s->src.get(), io->buf[p % 2].data(), piece_len(p),
+                    off + p * kBufferSize, 0, &r};
+      DS_RETURN_IF_ERROR(io->engine->Queue(&r));
+      return io->engine->Submit().status();
+    };
+    if (pieces > 0) DS_RETURN_IF_ERROR(start(0));
+    for (uint64_t p = 0; p < pieces; p++) {
+      IoRequest& r = req[p % 2];
+      IoRequest* out[2];
+      while (r.user == &r) {  // not reaped yet: Reap clears user on the way out (below)
+        DS_ASSIGN_OR_RETURN(size_t n, io->engine->Reap(1, out));
+        for (size_t c = 0; c < n; c++) out[c]->user = nullptr;
       }
-      DS_RETURN_IF_ERROR(st);
+      if (p + 1 < pieces) DS_RETURN_IF_ERROR(start(p + 1));
+      const size_t n = piece_len(p);
+      const uint64_t at = off + p * kBufferSize;
+      char* buf = io->buf[p % 2].data();
+      if (r.result < 0) return ErrnoStatus(r.result, fmt::format("{}: read at offset {}", s->f->rel, at));
+      auto got = static_cast<size_t>(r.result);
+      if (got < n) {  // a short read: the rest directly (EOF here means the file shrank)
+        Status rest = ReadFullAt(s->src.get(), buf + got, n - got, at + got, s->f->rel);
+        if (rest.code() == Code::kCorruption) {
+          return Status(Code::kBadInput, s->f->rel + ": changed during copy (it shrank)");
+        }
+        DS_RETURN_IF_ERROR(rest);
+      }
       h->Update(buf, n);
       if (whole != nullptr) whole->Update(buf, n);
       if (o_.bucket != nullptr) o_.bucket->Acquire(n);
       size_t direct = s->dst_direct.valid() ? (n & ~(kDirectAlign - 1)) : 0;
       if (direct > 0) {
-        DS_RETURN_IF_ERROR(WriteFullAt(s->dst_direct.get(), buf, direct, off + done, s->tmp));
+        DS_RETURN_IF_ERROR(WriteFullAt(s->dst_direct.get(), buf, direct, at, s->tmp));
       }
-      DS_RETURN_IF_ERROR(
-          WriteFullAt(s->dst.get(), buf + direct, n - direct, off + done + direct, s->tmp));
+      DS_RETURN_IF_ERROR(WriteFullAt(s->dst.get(), buf + direct, n - direct, at + direct, s->tmp));
       if (o_.bytes_done != nullptr) *o_.bytes_done += n;
-      done += n;
     }
-    ::posix_fadvise(s->src.get(), static_cast<off_t>(off), static_cast<off_t>(len),
-                    POSIX_FADV_DONTNEED);
     return Status::Ok();
   }
 
-  Status Chunk(FileState* s, size_t k, char* buf) {
+  Status Chunk(FileState* s, size_t k, WorkerIo* io) {
     {
       std::lock_guard<std::mutex> lock(s->mu);
       if (!s->opened) {
@@ -205,20 +260,21 @@ class Engine {
       }
       if (!s->error.ok()) return Status::Ok();  // already recorded
     }
-    if (k != kAllChunks) return OneChunk(s, k, buf, nullptr);
-    for (size_t c = 0; c < s->nchunks; ++c) DS_RETURN_IF_ERROR(OneChunk(s, c, buf, &s->whole));
+    if (k != kAllChunks) return OneChunk(s, k, io, nullptr);
+    for (size_t c = 0; c < s->nchunks; ++c) DS_RETURN_IF_ERROR(OneChunk(s, c, io, &s->whole));
     s->whole_valid = true;
     return Status::Ok();
   }
 
   // Copies (or reuses from the journal) chunk k; feeds `whole` when not null.
-  Status OneChunk(FileState* s, size_t k, char* buf, Xxh3Hasher* whole) {
+  Status OneChunk(FileState* s, size_t k, WorkerIo* io, Xxh3Hasher* whole) {
     uint64_t off = k * o_.chunk_size;
     uint64_t len = std::min(o_.chunk_size, s->size - std::min(off, s->size));
     Xxh3Hasher h, before;
     if (const JournalEntry* e = s->prev[k]) {
       if (whole != nullptr) before.CopyFrom(*whole);
-      if (HashRange(s->dst.get(), off, len, buf, &h, whole, s->tmp).ok() && h.Digest() == e->xxh3) {
+      if (HashRange(s->dst.get(), off, len, io->scratch(), &h, whole, s->tmp).ok() &&
+          h.Digest() == e->xxh3) {
         s->chunk_hash[k] = e->xxh3;
         s->resumed += len;
         if (o_.bytes_done != nullptr) *o_.bytes_done += len;
@@ -227,7 +283,7 @@ class Engine {
       h.Reset();
       if (whole != nullptr) whole->CopyFrom(before);
     }
-    Status st = CopyRange(s, off, len, buf, &h, whole);
+    Status st = CopyRange(s, off, len, io, &h, whole);
     if (!st.ok()) {
       if (st.code() == Code::kNoSpace || st.code() == Code::kIOError) abort_ = true;
       return st;
@@ -268,13 +324,13 @@ class Engine {
     return Status::Ok();
   }
 
-  void Finish(size_t i, char* buf) {
+  void Finish(size_t i, WorkerIo* io) {
     FileState& s = states_[i];
     CopyResult& r = results_[i];
     uint64_t hash = 0;
     bool retry = s.error.message().find("changed during copy") != std::string::npos;
     Status st = s.error;
-    if (st.ok()) st = Check(&s, buf, &hash, &retry);
+    if (st.ok()) st = Check(&s, io->scratch(), &hash, &retry);
     if (!st.ok() && retry && !abort_) {
       r.recopied = true;
       s.attempt = 1;
@@ -283,11 +339,11 @@ class Engine {
       s.dst.reset();
       Xxh3Hasher h;
       st = Open(&s);
-      if (st.ok()) st = CopyRange(&s, 0, s.size, buf, &h);
+      if (st.ok()) st = CopyRange(&s, 0, s.size, io, &h);
       if (st.ok()) {
         s.nchunks = 1;
         s.chunk_hash.assign(1, h.Digest());
-        st = Check(&s, buf, &hash, &retry);
+        st = Check(&s, io->scratch(), &hash, &retry);
       }
     }
     if (st.ok()) st = Seal(&s);

@@ -5,7 +5,9 @@
 // per file copies its chunks in order (many files in flight, the whole-file hash computed
 // inline); with fewer files than threads, every (file, chunk) is a task of its own, so the
 // chunks of a large file are copied in parallel. Tasks run on `threads` plain threads in plan
-// order. A chunk is read with pread into a 4 KiB-aligned buffer, hashed (XXH3-64) and written
+// order. A chunk is read in pieces of kBufferSize through the worker's IO engine
+// (src/io_engine.h: io_uring, psync where refused), the next piece in flight while the current
+// one is hashed (XXH3-64) and written
 // with pwrite into DST/<dir>/.dssync-tmp.<name> (fallocated to the full size when opened;
 // O_DIRECT with `direct` where the file system allows it); the source range is then dropped
 // from the page cache (POSIX_FADV_DONTNEED). When a file's last chunk lands, the worker that

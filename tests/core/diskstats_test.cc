@@ -4,7 +4,7 @@
 
 #include <catch2/catch.hpp>
 
-#include "tests/test_util.h"
+#include "test_util.h"
 
 using namespace ds;
 
