@@ -1,22 +1,44 @@
 #!/usr/bin/env bash
-# Builds dspack and runs the whole test suite (unit + end-to-end) through ctest.
-#   ./test.sh              RelWithDebInfo build in build/
-#   ./test.sh --sanitize   ASan + UBSan build in build-asan/
+# Builds dspack and runs the test suite (unit + end-to-end) through ctest.
+#   ./test.sh              RelWithDebInfo build in build/: every test, the slow ones included
+#   ./test.sh --sanitize   ASan + UBSan build in build-asan/: all but the slow tests
+#   ./test.sh --tsan       ThreadSanitizer build in build-tsan/: the unit tests and the
+#                          end-to-end tests of the project's own threads (ctest label threaded)
+# Warnings are errors in the project's own code (DSPACK_WERROR=OFF in the environment: not).
 # Installs its own prerequisites with apt-get (Debian 12) when they are missing.
 set -euo pipefail
 cd "$(dirname "$0")"
 source scripts/deps.sh
 dspack_install_deps
+werror=-DDSPACK_WERROR=${DSPACK_WERROR:-ON}
 
-if [ "${1:-}" = "--sanitize" ]; then
-  dir=build-asan
-  BUILD_TYPE=Debug dspack_build "$dir" -DDSPACK_SANITIZE=ON
-  # Smaller end-to-end datasets: the sanitizers make every byte slower.
-  export DSPACK_E2E_SAMPLES=${DSPACK_E2E_SAMPLES:-2000}
-  export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
-  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-else
-  dir=build
-  dspack_build "$dir"
-fi
-ctest --test-dir "$dir" --output-on-failure -j2
+case "${1:-}" in
+  "")
+    dir=build
+    dspack_build "$dir" "$werror"
+    select=()
+    ;;
+  --sanitize)
+    dir=build-asan
+    BUILD_TYPE=Debug dspack_build "$dir" -DDSPACK_SANITIZE=ON "$werror"
+    # Smaller end-to-end datasets: the sanitizers make every byte slower.
+    export DSPACK_E2E_SAMPLES=${DSPACK_E2E_SAMPLES:-2000}
+    export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
+    export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+    select=(-LE slow)  # the 4 GiB and 70,000-member cases run once, in the plain pass
+    ;;
+  --tsan)
+    dir=build-tsan
+    # Optimised (-O2 -g): TSan is slow enough, and optimisation hides no race it can see.
+    BUILD_TYPE=RelWithDebInfo dspack_build "$dir" -DDSPACK_TSAN=ON "$werror"
+    export DSPACK_E2E_SAMPLES=${DSPACK_E2E_SAMPLES:-1000}
+    # tests/tsan.supp: uninstrumented libraries (TBB, libfuse, liburing), a reason per entry.
+    export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$PWD/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1}
+    select=(-L 'unit|threaded' -LE slow)
+    ;;
+  *)
+    echo "usage: ./test.sh [--sanitize | --tsan]" >&2
+    exit 2
+    ;;
+esac
+ctest --test-dir "$dir" --output-on-failure -j2 "${select[@]}"

@@ -3,10 +3,10 @@
 //                                  plain bytes per key, what python-lmdb loaders read directly.
 //   --lmdb-layout sample:          "%010d" -> one value holding the key and all fields.
 //   meta keys "__len__" (ASCII count) and "__meta__" (JSON) sort after every sample key.
-// The writer builds OUT/data.mdb.tmp with MDB_APPEND in batched transactions (64 MiB or 4096
-// samples), starting from a 1 GiB map (LayoutOptions::lmdb_map_size: address space only, the file
-// grows as pages are written), doubles the map on MDB_MAP_FULL and retries the batch, and renames
-// at the end.
+// The writer builds OUT/data.mdb.tmp with MDB_APPEND in batched transactions (a commit once a
+// batch holds kBatchBytes of keys and values or kBatchSamples samples), starting from the map
+// size LayoutOptions::lmdb_map_size (address space only, the file grows as pages are written),
+// doubles the map on MDB_MAP_FULL and retries the batch, and renames at the end.
 // The reader opens MDB_RDONLY|MDB_NOLOCK|MDB_NORDAHEAD (no lock file needed, read-only media
 // fine), reopens itself in a forked child, and falls back to LMDB's lock table (a consistent
 // snapshot) when another process has the environment open, e.g. a writer.

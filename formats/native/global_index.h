@@ -1,9 +1,11 @@
 // The dataset-wide index `index.dsi` (docs/formats/native.md, "Global index"): sample number ->
 // (shard, offset, length), plus a table of key hashes sorted for O(log n) lookup by key.
-// Fixed-width entries, so it is memory-mapped and scales to 2^40 samples (32 bytes each).
+// Fixed-width entries (kGlobalEntrySize + kKeyEntrySize bytes a sample), so it is memory-mapped
+// and scales to 2^40 samples.
 //
-// GlobalIndexBuilder collects entries in sample order (32 bytes of RAM per sample) and writes the
-// file atomically-by-rename's caller: it writes `path` directly and returns size and XXH3-64.
+// GlobalIndexBuilder collects entries in sample order (the same bytes of RAM a sample) and writes
+// `path` directly, returning its size and XXH3-64; making that atomic is the caller's business
+// (the native writer writes index.dsi.tmp and renames it).
 // GlobalIndex maps a finished file read-only; Open() checks header, size and trailer (O(1));
 // the whole-file hash is checked by verify against the manifest. Lookups are const and
 // thread-safe.

@@ -3,6 +3,12 @@
 # native again, byte-exact; every output read by readers dspack did not write (layout_readers.py
 # from the public specs, GNU tar, python3-lmdb); any-to-any chains; a tree and a .tar straight to
 # each layout; truncated and corrupted inputs; an LMDB read while another process writes to it.
+# Every step streams the whole dataset (N samples of ~110 KB each, about 30 passes): timed step
+# by step, the test waited mostly on the disk, and on the page cache that the cold-cache tests
+# beside it under ctest -j2 drop. So its scratch directory is on tmpfs when that has room
+# (8 GiB free: at N=5000 it holds several copies of a 520 MB dataset), unless TMPDIR says where.
+shm_kib=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $4}') || true
+if [ -z "${TMPDIR:-}" ] && [ "${shm_kib:-0}" -gt $((8 << 20)) ]; then export TMPDIR=/dev/shm; fi
 source "$(dirname "$0")/lib.sh"
 READER="$SRC_DIR/tests/e2e/layout_readers.py"
 N=${DSPACK_E2E_FORMAT_SAMPLES:-5000}

@@ -2,28 +2,13 @@
 """native_reader.py DATASET_DIR SOURCE_TREE: an independent reader of the dspack native format,
 written from docs/formats/native.md alone. Checks every magic, CRC32C, reserved and padding byte,
 shard index, footer and index.dsi; that the dataset holds exactly the regular files of SOURCE_TREE,
-byte for byte; and a few random reads. Standard library only: xxh3 values are not checked, and
-the pure-Python CRC makes it slow (~10 MB/s), so it is meant for datasets of a few MB."""
+byte for byte; and a few random reads. Standard library only, but for the CRC-32C, which it
+shares with layout_readers.py (python3-crcmod's C one, else pure Python, both checked against
+RFC 3720's values there); xxh3 values are not checked. Meant for datasets of a few MB."""
 import json, os, random, stat, struct, sys
 
-
-def _crc_entry(c):
-    for _ in range(8):
-        c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-    return c
-
-
-CRC_TABLE = [_crc_entry(i) for i in range(256)]  # CRC-32C (Castagnoli), reflected
-
-
-def crc32c(data):
-    crc, t = 0xFFFFFFFF, CRC_TABLE
-    for b in data:
-        crc = t[(crc ^ b) & 0xFF] ^ (crc >> 8)
-    return crc ^ 0xFFFFFFFF
-
-
-assert crc32c(bytes(32)) == 0x8A9136AA, "CRC32C self-test (RFC 3720 B.4) failed"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from layout_readers import crc32c  # noqa: E402  (CRC-32C, Castagnoli, reflected)
 
 
 class Bad(Exception):

@@ -52,7 +52,8 @@ void FixManifestHash(const std::string& out, const std::string& name) {
 
 }  // namespace
 
-TEST_CASE("verify detects a flipped byte anywhere in any shard or the index", "[formats]") {
+TEST_CASE("verify detects a flipped byte anywhere in any shard or the index",
+          "[formats][exhaustive]") {
   for (uint32_t align : {1u, 64u}) {
     test::TempDir dir;
     std::string out = dir / "ds";

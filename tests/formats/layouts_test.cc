@@ -387,7 +387,7 @@ TEST_CASE("lmdb: a reader opened before fork() works in the child (it reopens it
 }
 
 TEST_CASE("flipping any byte of a wds, tfrecord or recordio shard never crashes a reader",
-          "[formats]") {
+          "[formats][exhaustive]") {
   test::TempDir dir;
   std::vector<Sample> samples;
   for (int i = 0; i < 4; i++) {

@@ -356,7 +356,7 @@ TEST_CASE("zip: bad inputs are one line naming the file, the member and the offs
 }
 
 TEST_CASE("zip: every flipped byte and every cut of a small zip is read without a crash",
-          "[formats]") {
+          "[formats][exhaustive]") {
   TempDir t;
   WriteFile(t / "tree/n1/a.jpg", std::string(300, 'a'));
   WriteFile(t / "tree/n1/a.cls", "1");
