@@ -10,6 +10,8 @@
 shm_kib=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $4}') || true
 if [ -z "${TMPDIR:-}" ] && [ "${shm_kib:-0}" -gt $((8 << 20)) ]; then export TMPDIR=/dev/shm; fi
 source "$(dirname "$0")/lib.sh"
+# --shard-size SIZE for a sharded layout; nothing for LMDB, which is one file and refuses it.
+shard_size() { [ "$1" = lmdb ] || echo "--shard-size $2"; }
 READER="$SRC_DIR/tests/e2e/layout_readers.py"
 N=${DSPACK_E2E_FORMAT_SAMPLES:-5000}
 if [ -n "${DSPACK_E2E_SAMPLES:-}" ] && [ "$DSPACK_E2E_SAMPLES" -lt "$N" ]; then N=$DSPACK_E2E_SAMPLES; fi
@@ -68,8 +70,7 @@ check_layout() {
 }
 
 for f in lmdb wds tfrecord recordio; do
-  shard=(--shard-size 8M); [ "$f" = lmdb ] && shard=()  # LMDB is one file: it refuses a shard size
-  "$DSPACK" convert nat "out.$f" --format "$f" "${shard[@]}" --quiet
+  "$DSPACK" convert nat "out.$f" --format "$f" $(shard_size "$f" 8M) --quiet
   check_layout "out.$f" "$f"
   pass "$f: spec reader, verify, info, ls, cat, extract and the way back to native agree with ref"
 done
@@ -107,7 +108,7 @@ pass "--wds-dali-index: wds2idx v1.2 sidecars checked, shards byte-identical"
 # Any layout to any other, labels carried: wds -> tfrecord -> recordio -> lmdb -> native.
 prev=out.wds
 for f in tfrecord recordio lmdb; do
-  "$DSPACK" convert "$prev" "a2a.$f" --format "$f" --shard-size 8M --quiet
+  "$DSPACK" convert "$prev" "a2a.$f" --format "$f" $(shard_size "$f" 8M) --quiet
   spec_read "$f" "a2a.$f" ref
   [ "$prev" = out.wds ] || rm -rf "$prev"
   prev="a2a.$f"
@@ -124,7 +125,7 @@ pass "any-to-any: wds -> tfrecord -> recordio -> lmdb -> native is payload-ident
 (cd coco && tar --sort=name -cf ../coco.tar images)
 for f in lmdb wds tfrecord recordio; do
   for s in coco coco.tar; do
-    "$DSPACK" convert "$s" "c.$f" --format "$f" --shard-size 1M --quiet
+    "$DSPACK" convert "$s" "c.$f" --format "$f" $(shard_size "$f" 1M) --quiet
     spec_read "$f" "c.$f" coco
     "$DSPACK" verify "c.$f" -q || fail "verify c.$f from $s"
     rm -rf "c.$f"
@@ -135,7 +136,7 @@ pass "a directory tree and a .tar convert straight to every layout; multi-field 
 # ---- bad inputs: exit 1, the file and offset (or key) named, nothing left under a final name ----
 "$DSPACK" synth imagenet-like small --samples 300 --seed 4 -q
 "$DSPACK" convert small small.nat --label-from-dir -q
-for f in lmdb wds tfrecord recordio; do "$DSPACK" convert small.nat "s.$f" --format "$f" $([ "$f" = lmdb ] || echo --shard-size 4M) -q; done
+for f in lmdb wds tfrecord recordio; do "$DSPACK" convert small.nat "s.$f" --format "$f" $(shard_size "$f" 4M) -q; done
 
 # bad_source DIR WHAT ERE: verify and convert from DIR fail with exit 1 and a message matching ERE.
 bad_source() {
