@@ -20,7 +20,8 @@ namespace {
 constexpr std::string_view kTool = "dsbench";
 
 // The library's option fields (src/status.h, RenderOptionNames) as this CLI's flags.
-constexpr ds::OptionName kFlags[] = {{"ioengine=io_uring", "--ioengine io_uring"}};
+constexpr ds::OptionName kFlags[] = {{"ioengine=io_uring", "--ioengine io_uring"},
+                                     {"iodepth", "--iodepth"}};
 
 int Fail(const ds::Status& s) { return ds::Fail(kTool, s, kFlags); }
 
@@ -69,6 +70,8 @@ int main(int argc, char** argv) try {
   io->add_option("--output-format", output_format, "normal|json")->capture_default_str();
   io->add_flag("--keep", o.keep, "Keep the test file");
   io->add_flag("--allow-device", o.allow_device, "Allow PATH to be a block device");
+  io->add_flag("--allow-overwrite", o.allow_overwrite,
+               "Allow a write job on an existing file PATH (its bytes are overwritten)");
 
   std::string min_bw = "500MB/s", ssize = "", sruntime = "";
   uint64_t min_iops = 5000;

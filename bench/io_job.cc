@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "bench/latency_report.h"
@@ -84,6 +85,13 @@ Result<TestFile> PrepareFile(IoJobOptions& o) {
   if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
     f.path = o.path;
     if (o.size == 0) o.size = static_cast<uint64_t>(st.st_size);
+    if (S_ISREG(st.st_mode) && Writes(o.rw) && !o.allow_overwrite) {
+      return Status(Code::kInvalidArgument,
+                    fmt::format("{}: an existing file that dsbench did not create; --rw {} would "
+                                "overwrite it. Give a directory (dsbench makes its own test "
+                                "file there), or --allow-overwrite to write into this file",
+                                o.path, RwName(o.rw)));
+    }
     if (S_ISREG(st.st_mode) && !Writes(o.rw) && static_cast<uint64_t>(st.st_size) < o.size) {
       return Status(Code::kInvalidArgument,
                     fmt::format("{}: {} bytes, less than --size {}", o.path, st.st_size, o.size));
@@ -129,7 +137,9 @@ Result<TestFile> PrepareFile(IoJobOptions& o) {
 
 double CpuSeconds(const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; }
 
-Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job, JobResult* out) {
+// `cancel`: the run failed elsewhere (a job that could not start); stop issuing and drain.
+Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
+              const std::atomic<bool>& cancel, JobResult* out) {
   EngineOptions eo;
   eo.depth = o.iodepth;
   eo.sqpoll = o.sqthread_poll;
@@ -179,7 +189,7 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job, JobR
   std::vector<unsigned> free_slots;
   for (unsigned i = 0; i < depth; i++) free_slots.push_back(depth - 1 - i);
   auto more = [&](int64_t now) {
-    if (StopRequested() || now >= deadline) return false;
+    if (StopRequested() || cancel.load(std::memory_order_relaxed) || now >= deadline) return false;
     return o.time_based || issued_bytes < o.size;
   };
   int64_t now = start;
@@ -266,6 +276,12 @@ Result<IoRun> RunIoJobs(const IoJobOptions& options) {
     return Status(Code::kInvalidArgument,
                   "--bs, --iodepth, --numjobs and --iodepth_batch_submit must be positive");
   }
+  if (o.numjobs > kMaxJobs || o.iodepth > kMaxIodepth || o.rwmixread > 100) {
+    return Status(Code::kInvalidArgument,
+                  fmt::format("--numjobs {} / --iodepth {} / --rwmixread {}: the ranges are "
+                              "1..{}, 1..{} and 0..100",
+                              o.numjobs, o.iodepth, o.rwmixread, kMaxJobs, kMaxIodepth));
+  }
   if (o.direct && o.bs % 512 != 0) {
     return Status(Code::kInvalidArgument,
                   fmt::format("--bs {} is not a multiple of 512, which --direct=1 needs", o.bs));
@@ -283,13 +299,24 @@ Result<IoRun> RunIoJobs(const IoJobOptions& options) {
   std::vector<Status> errors(o.numjobs);
   std::vector<std::thread> threads;
   DiskSampler disk(o.disk_device);  // after the test file is laid out, so its writes don't count
+  Status spawn;
+  std::atomic<bool> cancel{false};
   for (unsigned j = 0; j < o.numjobs; j++) {
     results[j].name = o.name;
-    threads.emplace_back([&, j] { errors[j] = RunOne(o, file.path, j, &results[j]); });
+    try {
+      threads.emplace_back([&, j] { errors[j] = RunOne(o, file.path, j, cancel, &results[j]); });
+    } catch (const std::system_error& e) {  // EAGAIN: a limit on threads or memory
+      spawn = Status(Code::kIOError, fmt::format("job {} of --numjobs {}: cannot start a thread "
+                                                 "({}); lower --numjobs",
+                                                 j + 1, o.numjobs, e.what()));
+      cancel = true;  // the jobs already running stop issuing and drain
+      break;
+    }
   }
   for (auto& t : threads) t.join();
   IoRun run{{}, disk.Stop()};
   cleanup();
+  DS_RETURN_IF_ERROR(spawn);
   for (const auto& e : errors) DS_RETURN_IF_ERROR(e);
   if (!o.group_reporting || o.numjobs == 1) {
     run.jobs = std::move(results);

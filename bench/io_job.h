@@ -10,7 +10,13 @@
 // Test files: when PATH is a directory, the file is PATH/dsbench.<name>.0 and is created by
 // the run (incompressible content), checked against free space first, and removed afterwards
 // unless `keep`. When PATH is an existing regular file it is used as is and never removed; it
-// must hold `size` bytes for reads. A block device is refused unless allow_device.
+// must hold `size` bytes for reads. dsbench never writes to a file it did not create: a job that
+// writes (write, randwrite, randrw) to an existing PATH is refused unless allow_overwrite. A
+// block device is refused unless allow_device.
+//
+// Ranges: numjobs 1..kMaxJobs (fio's own limit on jobs), iodepth 1..kMaxIodepth, rwmixread
+// 0..100; a thread that cannot be started is an error (the jobs already running stop, and a
+// test file the run created is removed), as is a depth the engine refuses.
 //
 // Disk stats: while the jobs run (after the test file is laid out, ramp_time included, as fio
 // does) /proc/diskstats is sampled for `disk_device` (src/diskstats.h) and reported as fio's
@@ -28,6 +34,9 @@
 #include "src/status.h"
 
 namespace ds::bench {
+
+inline constexpr unsigned kMaxJobs = 4096;     // fio's REAL_MAX_JOBS
+inline constexpr unsigned kMaxIodepth = 4096;  // per job
 
 enum class RwMode { kRead, kWrite, kRandRead, kRandWrite, kRandRw };
 
@@ -53,6 +62,7 @@ struct IoJobOptions {
   bool group_reporting = false;
   bool keep = false;
   bool allow_device = false;
+  bool allow_overwrite = false;  // may write to an existing file PATH (it is changed for good)
   uint64_t seed = 0x6473626e;
   // Block device sampled in /proc/diskstats while the jobs run (SystemProbe::block_device);
   // empty: none, and the report says "n/a".

@@ -1,8 +1,9 @@
 // The io_uring engine: the only file that includes liburing.h.
+#include <fmt/format.h>
 #include <liburing.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <vector>
 
@@ -19,6 +20,14 @@ class IoUringEngine : public IoEngine {
   // another thread was given as descriptor 0).
   ~IoUringEngine() override {
     if (ring_ready_) io_uring_queue_exit(&ring_);
+  }
+
+  // A ring of one entry can be set up (and is torn down again).
+  static bool RingWorks() {
+    io_uring probe{};
+    if (io_uring_queue_init(1, &probe, 0) != 0) return false;
+    io_uring_queue_exit(&probe);
+    return true;
   }
 
   Status Init(bool sqpoll) {
@@ -48,6 +57,14 @@ class IoUringEngine : public IoEngine {
     }
     if (rc < 0) {
       ring_ = io_uring{};
+      if ((rc == -EINVAL || rc == -ENOMEM) && depth_ > 1 && RingWorks()) {
+        // io_uring works, but not this deep (over IORING_MAX_ENTRIES, or over RLIMIT_MEMLOCK
+        // on kernels that charge rings to it): a bad depth, not a missing io_uring.
+        return Status(Code::kInvalidArgument,
+                      fmt::format("io_uring refuses a queue depth of {} ({}); lower `iodepth`",
+                                  depth_, std::strerror(-rc)),
+                      -rc);
+      }
       return Status(Code::kUnsupported,
                     std::string("io_uring unavailable: ") + std::strerror(-rc) +
                         (rc == -EPERM ? " (blocked by seccomp or kernel.io_uring_disabled?)" : ""),

@@ -196,3 +196,14 @@ TEST_CASE("io_uring reads through a registered file and fixed buffers", "[io_uri
     got += *n;
   }
 }
+
+TEST_CASE("io_uring: a depth the kernel refuses is a bad depth, not a missing io_uring",
+          "[io_uring]") {
+  // Over IORING_MAX_ENTRIES (32768): io_uring_setup says EINVAL, while a ring of one entry works.
+  auto engine = MakeEngine("io_uring", {65536, false});
+  REQUIRE_FALSE(engine.ok());
+  CHECK(engine.status().code() == Code::kInvalidArgument);
+  CHECK_THAT(engine.status().message(),
+             Catch::Contains("io_uring refuses a queue depth of 65536") &&
+                 Catch::Contains("lower `iodepth`"));
+}

@@ -105,6 +105,48 @@ bad_flag --read-latency slowfs pe pe --read-latency slow
 [ -z "$(ls -A pe)" ] || fail "a refused run left files: $(ls -A pe)"
 pass "non-numeric --runtime, --size, --iodepth, --min-bw ... of every command: exit 2, one line naming the flag"
 
+# dsbench never writes to a file it did not create (issue 15 #5): a write job on an existing
+# file is refused, naming the file and the flag that allows it; the file is untouched.
+head -c 4M /dev/urandom > user.bin
+sum_before=$(sha256sum < user.bin)
+for rw in write randwrite randrw; do
+  expect_exit 2 "$DSBENCH" io user.bin --rw "$rw" --bs 4k
+  expect_err "user.bin: an existing file that dsbench did not create; --rw $rw would overwrite it"
+  expect_err "--allow-overwrite"
+done
+[ "$(sha256sum < user.bin)" = "$sum_before" ] && [ "$(stat -c %s user.bin)" = 4194304 ] ||
+  fail "a refused write job changed user.bin"
+"$DSBENCH" io user.bin --rw read --bs 64k > /dev/null  # reading stays allowed, as in fio
+"$DSBENCH" io user.bin --rw write --bs 64k --allow-overwrite > /dev/null
+[ "$(stat -c %s user.bin)" = 4194304 ] || fail "--allow-overwrite grew the file"
+[ "$(sha256sum < user.bin)" != "$sum_before" ] || fail "--allow-overwrite wrote nothing"
+pass "io --rw write on an existing file: exit 2 naming it and --allow-overwrite; read allowed"
+
+# Ranges (issue 15 #6): out of range is exit 2 naming the flag, nothing left behind.
+mkdir rg
+for args in "--numjobs 100000" "--numjobs 4097" "--iodepth 4097" "--rw randrw --rwmixread 101"; do
+  # shellcheck disable=SC2086
+  expect_exit 2 "$DSBENCH" io rg --size 1M $args
+  expect_err "${args##*--}" >/dev/null
+  expect_err "the ranges are 1..4096, 1..4096 and 0..100"
+done
+[ -z "$(ls -A rg)" ] || fail "an out-of-range run left files: $(ls -A rg)"
+# A thread that cannot start (address space too small for 64 thread stacks): an error naming
+# the job, exit 2, the running jobs stopped and the test file removed; never an abort. Not under
+# a sanitizer (./test.sh sets ASAN_OPTIONS/TSAN_OPTIONS): its shadow memory needs terabytes of
+# address space, so the binary would not start under `ulimit -v` at all.
+if [ -z "${ASAN_OPTIONS:-}${TSAN_OPTIONS:-}" ]; then
+set +e
+(ulimit -v 400000; exec "$DSBENCH" io rg --size 1M --numjobs 64 --time_based --runtime 30) \
+  > rg.out 2> rg.err
+rc=$?
+set -e
+[ "$rc" = 2 ] || { cat rg.err; fail "thread limit: exit $rc, want 2"; }
+grep -q "of --numjobs 64: cannot start a thread" rg.err || { cat rg.err; fail "thread limit message"; }
+[ -z "$(ls -A rg)" ] || fail "the failed run left its test file: $(ls -A rg)"
+fi
+pass "--numjobs/--iodepth/--rwmixread ranges; a thread that cannot start is exit 2, file removed"
+
 if mkdir -p tmpfs && mount -t tmpfs -o size=64m tmpfs tmpfs 2>/dev/null; then
   MOUNTS+=("$WORK/tmpfs")
   if dd if=/dev/zero of=tmpfs/probe bs=4k count=1 oflag=direct status=none 2>/dev/null; then
