@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "src/dir_lock.h"
 #include "src/human.h"
 
 namespace ds {
@@ -46,12 +47,14 @@ Result<OutDirState> PrepareOutputDir(const std::string& out, const OutDirSpec& s
     std::filesystem::create_directories(out, ec);
     if (ec) return Status::FromErrno(ec.value(), "cannot create output directory " + out);
     state.created = true;
+    DS_ASSIGN_OR_RETURN(state.lock, LockDirectory(out, &state.lock_warning));
     return state;
   }
   if (!S_ISDIR(st.st_mode)) {
     return Status(Code::kAlreadyExists,
                   out + ": exists and is not a directory; choose a directory path for the dataset");
   }
+  DS_ASSIGN_OR_RETURN(state.lock, LockDirectory(out, &state.lock_warning));
   DIR* d = ::opendir(out.c_str());
   if (!d) return Status::FromErrno(errno, out);
   std::vector<std::string> ours;

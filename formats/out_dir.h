@@ -2,6 +2,7 @@
 // writer calls it before writing a byte (docs/formats/README.md#output-directory).
 //
 //   OUT missing               created (with its parents); state.created
+//   (then, in every case)     OUT is locked for this writer (src/dir_lock.h); held: kAlreadyExists
 //   OUT not a directory       kAlreadyExists
 //   a name not ours in OUT    kAlreadyExists naming it: we never delete what dspack did not write
 //   our files in OUT          kRefuse:  kAlreadyExists; the message says which choice proceeds
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "formats/layout_options.h"
+#include "src/fd.h"
 #include "src/status.h"
 
 namespace ds {
@@ -31,6 +33,11 @@ struct OutDirSpec {
 };
 
 struct OutDirState {
+  // The exclusive lock on OUT (src/dir_lock.h), taken before OUT is looked at: the writer holds
+  // it until it is destroyed, so a second writer gets "OUT: is being written by PID N" (exit 2)
+  // and never the advice meant for an interrupted run.
+  OwnedFd lock;
+  std::string lock_warning;       // flock refused here (NFS): the run goes on unlocked
   bool created = false;           // OUT did not exist: Abandon may remove the directory too
   bool had_commit_point = false;  // a finished dataset was there (kResume keeps it)
   bool had_files = false;         // any file of ours was there

@@ -17,6 +17,7 @@
 
 #include "formats/shard_assignment.h"
 #include "src/checksum.h"
+#include "src/dir_lock.h"
 #include "src/fd.h"
 #include "src/human.h"
 #include "src/progress.h"
@@ -205,6 +206,11 @@ Result<SyncReport> Sync(const SyncOptions& o) {
 
   r.target = v.empty() ? o.dst : o.dst + "/" + v;
   DS_RETURN_IF_ERROR(MakeDirs(r.target));
+  // One run per DST (src/dir_lock.h): a second gets "DST: is being written by PID N", exit 2,
+  // before it touches the journal or a tmp file. Held until this function returns.
+  std::string lock_warning;
+  DS_ASSIGN_OR_RETURN(OwnedFd dst_lock, LockDirectory(o.dst, &lock_warning));
+  if (!lock_warning.empty() && o.warn) o.warn(lock_warning);
   std::string ready = r.target + "/" + kReadyName;
   if (::unlink(ready.c_str()) != 0 && errno != ENOENT) return Status::FromErrno(errno, ready);
 

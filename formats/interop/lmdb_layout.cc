@@ -57,6 +57,7 @@ class Writer : public LayoutWriter {
     DS_RETURN_IF_ERROR(o.Validate());
     DS_ASSIGN_OR_RETURN(OutDirState dir, PrepareInteropDir(out, Format::kLmdb, o.existing));
     std::unique_ptr<Writer> w(new Writer(out, o, dir.created));
+    w->out_lock_ = std::move(dir.lock);
     DS_RETURN_IF_ERROR(w->OpenEnv());
     return std::unique_ptr<LayoutWriter>(std::move(w));
   }
@@ -268,6 +269,7 @@ class Writer : public LayoutWriter {
 
   std::string out_, tmp_;
   bool created_dir_;
+  OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released after Abandon or Commit
   bool field_layout_;
   MDB_env* env_ = nullptr;
   uint64_t map_size_;

@@ -38,6 +38,8 @@ class ShardedWriter : public LayoutWriter {
   uint64_t payload_bytes() const final { return payload_bytes_; }
   Status Finish(LayoutSummary* summary) final;
   void Abandon() final;
+  // Keeps OUT's lock (formats/out_dir.h) until this writer is destroyed.
+  void HoldOutputLock(OwnedFd lock) { out_lock_ = std::move(lock); }
 
  protected:
   // Sidecar files of a closed shard: (suffix replacing ".<ext>", content), e.g. (".idx", "...").
@@ -79,6 +81,7 @@ class ShardedWriter : public LayoutWriter {
   std::string out_;
   ShardingOptions options_;
   bool created_dir_;
+  OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released after Abandon or Commit
   std::string ext_;
   LayoutMeta meta_;
   std::vector<std::string> classes_;
@@ -111,7 +114,9 @@ Result<std::unique_ptr<LayoutWriter>> CreateShardedWriter(const std::string& out
   const auto& o = std::get<Options>(options);
   DS_RETURN_IF_ERROR(o.Validate());
   DS_ASSIGN_OR_RETURN(OutDirState dir, PrepareInteropDir(out, FormatOf(options), o.existing));
-  return std::unique_ptr<LayoutWriter>(new W(out, o, dir.created));
+  std::unique_ptr<W> w(new W(out, o, dir.created));
+  w->HoldOutputLock(std::move(dir.lock));
+  return std::unique_ptr<LayoutWriter>(std::move(w));
 }
 
 }  // namespace ds

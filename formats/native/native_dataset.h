@@ -91,6 +91,7 @@ class DatasetWriter : public LayoutWriter, public ResumableWriter {
   NativeOptions options_;
   bool created_dir_;
   bool resuming_;
+  OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released after Abandon or Commit
   std::unique_ptr<ShardWriter> shard_;
   std::string pending_key_;
   uint64_t pending_payload_ = 0;

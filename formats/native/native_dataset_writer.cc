@@ -69,6 +69,7 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   bool created = dir.created, has_manifest = dir.had_commit_point;
   const bool resuming = options.existing == ExistingOutput::kResume;
   std::unique_ptr<DatasetWriter> w(new DatasetWriter(out, options, created));
+  w->out_lock_ = std::move(dir.lock);
   w->manifest_.created_by = std::string("dspack ") + DSPACK_VERSION;
   w->manifest_.options = options.creation_options;
   w->manifest_.align = options.align;

@@ -1,0 +1,75 @@
+#include "src/dir_lock.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+namespace ds {
+
+long FlockHolder(std::string_view proc_locks, unsigned dev_major, unsigned dev_minor,
+                 unsigned long ino) {
+  // "1: FLOCK  ADVISORY  WRITE 1234 08:01:123456 0 EOF" (proc(5)); blocked waiters ("->") skipped.
+  std::istringstream in{std::string(proc_locks)};
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string id, kind, mode, rw, where;
+    long pid = 0;
+    if (!(f >> id >> kind)) continue;
+    if (kind == "->" || kind != "FLOCK") continue;
+    if (!(f >> mode >> rw >> pid >> where)) continue;
+    unsigned maj = 0, min = 0;
+    unsigned long node = 0;
+    if (std::sscanf(where.c_str(), "%x:%x:%lu", &maj, &min, &node) != 3) continue;
+    if (maj == dev_major && min == dev_minor && node == ino) return pid;
+  }
+  return 0;
+}
+
+Result<OwnedFd> LockDirectory(const std::string& dir, std::string* warning) {
+  int raw = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (raw < 0) return Status::FromErrno(errno, dir);
+  OwnedFd fd(raw);
+  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
+    int err = errno;
+    if (err == EWOULDBLOCK) {
+      struct stat st;
+      long pid = 0;
+      if (::fstat(fd.get(), &st) == 0) {
+        std::ifstream locks("/proc/locks");
+        std::stringstream text;
+        text << locks.rdbuf();
+        pid = FlockHolder(text.str(), major(st.st_dev), minor(st.st_dev), st.st_ino);
+      }
+      return Status(Code::kAlreadyExists,
+                    fmt::format("{}: is being written by {}; wait for it to finish (two writers "
+                                "into one directory would mix their files)",
+                                dir, pid > 0 ? fmt::format("PID {}", pid) : "another process"));
+    }
+    if (warning) {
+      *warning = fmt::format(
+          "{}: cannot lock ({}); going on unlocked, so make sure no other "
+          "run writes here",
+          dir, std::strerror(err));
+    }
+    return fd;
+  }
+  struct stat held, now;
+  if (::fstat(fd.get(), &held) != 0 || ::stat(dir.c_str(), &now) != 0 ||
+      held.st_dev != now.st_dev || held.st_ino != now.st_ino) {
+    return Status(Code::kAlreadyExists,
+                  dir +
+                      ": was removed or replaced while being locked (another writer?); "
+                      "run again");
+  }
+  return fd;
+}
+
+}  // namespace ds

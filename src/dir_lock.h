@@ -1,0 +1,31 @@
+// LockDirectory: one writer per directory, for the whole run
+// (docs/formats/README.md#output-directory).
+//
+// An exclusive, non-blocking flock(2) on the directory itself: no lock file to create, leave
+// behind or race on, and the lock ends with the process however it ends (kill -9 included),
+// so a crashed run never leaves a stale lock. A second writer gets kAlreadyExists naming the
+// holder's PID (read from /proc/locks by the directory's device and inode; "another process" when
+// that is not visible). After the lock is taken, the path is checked to still name the locked
+// directory (a concurrent writer may have removed and re-created it); if not, kAlreadyExists.
+//
+// Where flock is refused (EOPNOTSUPP, ENOLCK, or EBADF: NFS emulates flock with a POSIX lock,
+// which a directory opened read-only cannot take), the run goes on unlocked and *warning says
+// so; on NFS and on FUSE file systems flock may also be local to one client, so two writers on
+// different machines are not excluded. Thread-safety: pure function; the fd is the lock.
+#pragma once
+
+#include <string>
+
+#include "src/fd.h"
+#include "src/status.h"
+
+namespace ds {
+
+// The fd holds the lock until it is closed. REQUIRES: dir exists.
+Result<OwnedFd> LockDirectory(const std::string& dir, std::string* warning);
+
+// The PID holding a flock on (dev, ino), from /proc/locks text; 0 when none is listed.
+long FlockHolder(std::string_view proc_locks, unsigned dev_major, unsigned dev_minor,
+                 unsigned long ino);
+
+}  // namespace ds
