@@ -24,6 +24,7 @@ constexpr ds::OptionName kFlags[] = {
     {"dali_index", "--wds-dali-index"}, {"lmdb_map_size", "the LMDB map size"},
     {"label_from_dir", "--label-from-dir"}, {"exclude", "--exclude"},
     {"shuffle_seed", "--shuffle-seed"}, {"max_expansion", "--max-expansion"},
+    {"raw_names", "--raw-names"},
     {"field", "--field"},
 };
 
@@ -107,6 +108,9 @@ int main(int argc, char** argv) try {
   conv->add_option("--max-expansion", co.max_expansion,
                    "Archives: refuse entries expanding beyond this ratio (zip bombs)")
       ->capture_default_str();
+  conv->add_flag("--raw-names", co.raw_names,
+                 "Zip: keep names without the UTF-8 flag as stored bytes (default: CP437, "
+                 "converted to UTF-8, as Python's zipfile)");
   auto* force_opt = conv->add_flag("--force", force, "Replace a dataset already in OUT");
   conv->add_flag("--resume", resume,
                  "Finish an interrupted convert into OUT (same SRC and options)")

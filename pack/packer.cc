@@ -133,6 +133,7 @@ class Packer {
       ArchiveOptions ao;
       ao.filter = {o_.include, o_.exclude};
       ao.max_expansion = o_.max_expansion;
+      ao.raw_names = o_.raw_names;
       ao.spool_dir = o_.out;
       ao.inline_limit = kInlineLimit;
       DS_ASSIGN_OR_RETURN(auto src, ArchiveSource::Open(o_.src, ao, on_scan_error));

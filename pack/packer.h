@@ -46,6 +46,7 @@ struct ConvertOptions {
   std::optional<uint64_t> shuffle_seed;
   OnError on_error = OnError::kFail;
   double max_expansion = 1000;  // archives: decompressed : compressed limit (zip bombs)
+  bool raw_names = false;       // archives: keep zip names without flag bit 11 as stored bytes
   // An OUT holding a dataset: refuse, replace it, or finish the interrupted convert there (same
   // SRC and options; layouts whose writer is resumable).
   ExistingOutput existing = ExistingOutput::kRefuse;

@@ -4,10 +4,12 @@
 #include <archive_entry.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <locale.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <optional>
 #include <unordered_map>
 #include <unordered_set>
 
@@ -24,19 +26,62 @@ struct ArchiveCloser {
 };
 using ArchivePtr = std::unique_ptr<archive, ArchiveCloser>;
 
+const char* ArchiveMessage(archive* a) {
+  const char* msg = archive_error_string(a);
+  return msg ? msg : "unreadable archive";
+}
+
 // The one place ARCHIVE_* results become a Status.
 Status ArchiveError(archive* a, const std::string& path, std::string_view what) {
-  const char* msg = archive_error_string(a);
   return Status(Code::kBadInput,
                 fmt::format("{}: {} at byte {}: {}", path, what, archive_filter_bytes(a, -1),
-                            msg ? msg : "unreadable archive"),
+                            ArchiveMessage(a)),
                 archive_errno(a));
 }
 
-Result<ArchivePtr> OpenArchive(const std::string& path) {
+// libarchive converts header names to the current locale's charset; in the C locale a UTF-8
+// name (a zip's flag bit 11, a pax header) cannot be converted, came back NULL, and its entry was
+// dropped. Every libarchive call of a source runs under C.UTF-8 (uselocale: this thread only,
+// the process's locale untouched), so names come out as UTF-8 whatever the user's locale.
+class Utf8Locale {
+ public:
+  Utf8Locale() : loc_(::newlocale(LC_CTYPE_MASK, "C.UTF-8", nullptr)) {
+    if (loc_ != nullptr) old_ = ::uselocale(loc_);
+  }
+  ~Utf8Locale() {
+    if (loc_ == nullptr) return;
+    ::uselocale(old_);
+    ::freelocale(loc_);
+  }
+  Utf8Locale(const Utf8Locale&) = delete;
+  Utf8Locale& operator=(const Utf8Locale&) = delete;
+
+ private:
+  locale_t loc_;
+  locale_t old_ = LC_GLOBAL_LOCALE;
+};
+
+// An entry's name as UTF-8, or (a name that is not valid in its declared charset, or a raw
+// CP437 name under raw_names) its stored bytes; nullopt when libarchive has neither.
+std::optional<std::string> EntryName(archive_entry* e) {
+  if (const char* u = archive_entry_pathname_utf8(e)) return std::string(u);
+  if (const char* m = archive_entry_pathname(e)) return std::string(m);
+  return std::nullopt;
+}
+
+Result<ArchivePtr> OpenArchive(const std::string& path, bool raw_names) {
+  // libarchive reads an empty file as an archive of no entries; unzip, tar and Python's
+  // zipfile/tarfile refuse it, and so do we: a failed download must not read as success.
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
+    return Status(Code::kBadInput,
+                  path + ": not an archive: 0 bytes (an interrupted download or copy?)");
+  }
   ArchivePtr a(archive_read_new());
   archive_read_support_filter_all(a.get());
   archive_read_support_format_all(a.get());
+  // Zip names without flag bit 11 are CP437 (APPNOTE.TXT appendix D; Python's zipfile agrees).
+  if (!raw_names) archive_read_set_format_option(a.get(), "zip", "hdrcharset", "CP437");
   if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) {
     Status s = ArchiveError(a.get(), path, "cannot open");
     if (archive_errno(a.get()) == ENOENT) return Status(Code::kNotFound, s.message());
@@ -92,7 +137,8 @@ Result<std::unique_ptr<ArchiveSource>> ArchiveSource::Open(const std::string& pa
 }
 
 Status ArchiveSource::ListEntries(const ScanErrorFn& on_error) {
-  DS_ASSIGN_OR_RETURN(ArchivePtr a, OpenArchive(path_));
+  Utf8Locale utf8;
+  DS_ASSIGN_OR_RETURN(ArchivePtr a, OpenArchive(path_, options_.raw_names));
   struct stat st;
   uint64_t archive_size = ::stat(path_.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
   struct Listed {
@@ -116,8 +162,17 @@ Status ArchiveSource::ListEntries(const ScanErrorFn& on_error) {
       stop = on_error(path_, ArchiveError(a.get(), path_, fmt::format("entry #{}", ord)));
       break;
     }
-    const char* raw = archive_entry_pathname(e);
-    std::string name = raw ? raw : "";
+    std::optional<std::string> decoded = EntryName(e);
+    if (!decoded) {  // never skipped unlisted: an error, or a listed skip under --on-error skip
+      std::string id = fmt::format("entry #{}", ord);
+      DS_RETURN_IF_ERROR(on_error(
+          id, Status(Code::kBadInput,
+                     fmt::format("{}: {}: its name cannot be decoded ({}); pass `raw_names` to "
+                                 "keep the stored bytes",
+                                 path_, id, ArchiveMessage(a.get())))));
+      continue;
+    }
+    std::string name = std::move(*decoded);
     mode_t type = archive_entry_filetype(e);
     if (type == AE_IFDIR) {
       ignored_dirs_++;
@@ -283,9 +338,10 @@ Result<InputFile> ArchiveSource::ReadEntry(uint64_t file) {
 std::unique_ptr<LoadedSample> ArchiveSource::Load(uint64_t i) {
   auto l = std::make_unique<LoadedSample>();
   l->sample = i;
+  Utf8Locale utf8;
   if (!reader_) {
     reader_ = std::make_unique<Reader>();
-    auto a = OpenArchive(path_);
+    auto a = OpenArchive(path_, options_.raw_names);
     if (a.ok())
       reader_->a = std::move(a).value();
     else

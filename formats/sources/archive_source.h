@@ -34,6 +34,10 @@ struct ArchiveOptions {
   double max_expansion = 1000;  // decompressed : compressed
   std::string spool_dir;        // where entries over inline_limit are spooled (OUT)
   uint64_t inline_limit = 1 << 20;
+  // Entry names (docs/formats/archives.md#entry-names): by default decoded as the zip spec says
+  // (UTF-8 with flag bit 11, else CP437) and as tar's pax headers say, to UTF-8; raw_names keeps
+  // a zip name without bit 11 as its stored bytes.
+  bool raw_names = false;
 };
 
 class ArchiveSource : public SampleSource {

@@ -96,3 +96,36 @@ pass "duplicate path: exit 1 / first copy kept; links and directories skipped, c
 expect_exit 2 "$DSPACK" convert a.tar shuf --shuffle-seed 1
 expect_err "needs random access"
 pass "--shuffle-seed on an archive: explained, exit 2"
+
+# Zip names as the zip spec and Python's zipfile decode them (issue 15 #1): UTF-8 when flag bit
+# 11 is set (Python sets it for any non-ASCII name), CP437 when it is not (a hand-made fixture
+# like CPython's zip_cp437_header.zip: the name's bytes are CP437, bit 11 clear), both to UTF-8,
+# in the C locale as in C.UTF-8. Nothing is dropped; --raw-names keeps the CP437 bytes.
+$PY - <<'PY'
+import zipfile
+with zipfile.ZipFile("utf8.zip", "w") as z:
+    z.writestr("ok/été.txt", b"accented")
+    z.writestr("ok/plain.txt", b"plain")
+with zipfile.ZipFile("cp.zip", "w") as z:
+    z.writestr("filename_with_XoY.txt", b"cp437 name")
+b = open("cp.zip", "rb").read()
+open("cp437.zip", "wb").write(b.replace(b"filename_with_XoY.txt", "filename_with_æoå.txt".encode("cp437")))
+assert zipfile.ZipFile("cp437.zip").namelist() == ["filename_with_æoå.txt"]
+PY
+for loc in C C.UTF-8; do
+  rm -rf zu zux zc zcx
+  LC_ALL=$loc "$DSPACK" convert utf8.zip zu -q
+  LC_ALL=$loc "$DSPACK" extract zu zux -q
+  [ "$(cat "zux/ok/été.txt")" = accented ] && [ "$(cat zux/ok/plain.txt)" = plain ] ||
+    { find zux; fail "LC_ALL=$loc: the UTF-8 name (flag bit 11) was not kept"; }
+  LC_ALL=$loc "$DSPACK" convert cp437.zip zc -q
+  LC_ALL=$loc "$DSPACK" extract zc zcx -q
+  [ "$(cat "zcx/filename_with_æoå.txt")" = "cp437 name" ] ||
+    { find zcx; fail "LC_ALL=$loc: the CP437 name did not come out as zipfile names it"; }
+done
+rm -rf zr zrx
+"$DSPACK" convert cp437.zip zr -q --raw-names
+"$DSPACK" extract zr zrx -q
+[ "$(cat "zrx/filename_with_$(printf '\x91')o$(printf '\x86').txt")" = "cp437 name" ] ||
+  { find zrx | od -c | head; fail "--raw-names did not keep the stored bytes"; }
+pass "zip names: UTF-8 (bit 11) and CP437 decoded as zipfile does, in C and C.UTF-8; --raw-names keeps bytes"

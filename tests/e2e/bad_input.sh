@@ -90,3 +90,17 @@ if mkdir -p ro full && mount -t tmpfs -o ro,size=1m tmpfs ro 2>/dev/null; then
 else
   echo "skip - cannot mount tmpfs here"
 fi
+
+# A 0-byte archive (a failed download) is bad input, exit 1, never an empty dataset (issue 15):
+# unzip, tar and Python refuse these files too. Every layout, nothing under a final name.
+for ext in zip tar tar.gz tgz tar.xz; do
+  : > "empty.$ext"
+  for fmt in native wds; do
+    rm -rf "e.$fmt"
+    expect_exit 1 "$DSPACK" convert "empty.$ext" "e.$fmt" --format "$fmt"
+    expect_err "empty.$ext: not an archive: 0 bytes"
+    [ "$(wc -l < "$WORK/last.err")" -eq 1 ] || fail "error must be one line"
+    [ ! -e "e.$fmt" ] || [ -z "$(ls -A "e.$fmt")" ] || fail "empty.$ext left files in e.$fmt"
+  done
+done
+pass "0-byte .zip/.tar/.tar.gz/.tgz/.tar.xz: exit 1, 'not an archive: 0 bytes', nothing written"
