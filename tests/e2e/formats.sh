@@ -6,14 +6,15 @@
 # Every step streams the whole dataset (N samples of ~110 KB each, about 30 passes): timed step
 # by step, the test waited mostly on the disk, and on the page cache that the cold-cache tests
 # beside it under ctest -j2 drop. So its scratch directory is on tmpfs when that has room
-# (8 GiB free: at N=5000 it holds several copies of a 520 MB dataset), unless TMPDIR says where.
+# (8 GiB free: it holds several copies of the dataset, 220 MB at the default N=2000, which still
+# makes 27 shards of 8 MiB per sharded layout), unless TMPDIR says where.
 shm_kib=$(df -Pk /dev/shm 2>/dev/null | awk 'NR == 2 {print $4}') || true
 if [ -z "${TMPDIR:-}" ] && [ "${shm_kib:-0}" -gt $((8 << 20)) ]; then export TMPDIR=/dev/shm; fi
 source "$(dirname "$0")/lib.sh"
 # --shard-size SIZE for a sharded layout; nothing for LMDB, which is one file and refuses it.
 shard_size() { [ "$1" = lmdb ] || echo "--shard-size $2"; }
 READER="$SRC_DIR/tests/e2e/layout_readers.py"
-N=${DSPACK_E2E_FORMAT_SAMPLES:-5000}
+N=${DSPACK_E2E_FORMAT_SAMPLES:-2000}
 if [ -n "${DSPACK_E2E_SAMPLES:-}" ] && [ "$DSPACK_E2E_SAMPLES" -lt "$N" ]; then N=$DSPACK_E2E_SAMPLES; fi
 $PY -c 'import lmdb' 2>/dev/null || fail "needs python3-lmdb for $PY (scripts/deps.sh)"
 
