@@ -116,7 +116,10 @@ Status ForEachFile(const std::vector<std::string>& files,
 
 Status ReplaySource::Evict(const std::vector<std::string>& files) {
   return ForEachFile(files, [](const std::string& f) -> Status {
-    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(f, O_RDONLY));
+    auto opened = OpenFile(f, O_RDONLY);
+    // A file that vanished holds no cache to evict; reading its sample reports it (on_error).
+    if (!opened.ok() && opened.status().code() == Code::kNotFound) return Status::Ok();
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, std::move(opened));
     // Dirty or under-writeback pages survive DONTNEED: write them back first (free when clean).
     ::fdatasync(fd.get());
     ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
@@ -128,7 +131,10 @@ Result<double> ReplaySource::Residency() const {
   static const long kPage = ::sysconf(_SC_PAGESIZE);
   std::atomic<uint64_t> pages{0}, resident{0};
   DS_RETURN_IF_ERROR(ForEachFile(files_, [&](const std::string& f) -> Status {
-    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(f, O_RDONLY));
+    auto opened = OpenFile(f, O_RDONLY);
+    // A file that vanished is not in the cache; reading its sample reports it (on_error).
+    if (!opened.ok() && opened.status().code() == Code::kNotFound) return Status::Ok();
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, std::move(opened));
     DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), f));
     if (size == 0) return Status::Ok();
     void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
