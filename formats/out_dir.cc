@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "formats/registry.h"
 #include "src/dir_lock.h"
 #include "src/human.h"
 
@@ -58,13 +59,18 @@ Result<OutDirState> PrepareOutputDir(const std::string& out, const OutDirSpec& s
   DIR* d = ::opendir(out.c_str());
   if (!d) return Status::FromErrno(errno, out);
   std::vector<std::string> ours;
-  std::string foreign;
+  std::string foreign, other;  // other: a file another dspack layout writes
+  bool other_dataset = false;  // ... and another layout's commit point
   while (dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
     if (n == "." || n == "..") continue;
     if (spec.is_ours(n)) {
       ours.push_back(n);
       if (n == spec.commit_point) state.had_commit_point = true;
+    } else if (IsAnyLayoutFile(n)) {
+      ours.push_back(n);  // replaced as our own: --force replaces any layout dspack wrote
+      if (other.empty()) other = n;
+      if (IsCommitPointName(n)) other_dataset = true;
     } else if (foreign.empty()) {
       foreign = n;
     }
@@ -77,23 +83,33 @@ Result<OutDirState> PrepareOutputDir(const std::string& out, const OutDirSpec& s
                               out, EscapeBytes(foreign)));
   }
   state.had_files = !ours.empty();
+  if (!other.empty() && existing != ExistingOutput::kReplace) {
+    return Status(Code::kAlreadyExists,
+                  fmt::format("{}: holds {} of another layout ('{}'); pass `existing=replace` "
+                              "to replace it with {}",
+                              out, other_dataset ? "a dspack dataset" : "a failed convert's files",
+                              EscapeBytes(other), spec.layout));
+  }
   if (ours.empty() || existing == ExistingOutput::kResume) return state;
   if (existing == ExistingOutput::kRefuse) {
     if (state.had_commit_point) {
       return Status(Code::kAlreadyExists,
-                    out + ": already holds a dspack dataset; pass `existing=replace` to "
-                          "replace it");
+                    out +
+                        ": already holds a dspack dataset; pass `existing=replace` to "
+                        "replace it");
     }
     return Status(Code::kAlreadyExists,
                   spec.can_resume
-                      ? out + ": holds an unfinished convert (interrupted?); pass "
-                              "`existing=resume` to finish it, or `existing=replace` to start over"
-                      : out + ": holds a failed convert's files; pass `existing=replace` to "
-                              "replace them");
+                      ? out +
+                            ": holds an unfinished convert (interrupted?); pass "
+                            "`existing=resume` to finish it, or `existing=replace` to start over"
+                      : out +
+                            ": holds a failed convert's files; pass `existing=replace` to "
+                            "replace them");
   }
   // kReplace: the commit point first, so OUT never claims a dataset being removed.
   std::stable_partition(ours.begin(), ours.end(),
-                        [&](const std::string& n) { return n == spec.commit_point; });
+                        [&](const std::string& n) { return IsCommitPointName(n); });
   for (const auto& n : ours) {
     std::string path = out + "/" + n;
     if (::unlink(path.c_str()) != 0 && errno != ENOENT) {

@@ -5,6 +5,8 @@
 //   (then, in every case)     OUT is locked for this writer (src/dir_lock.h); held: kAlreadyExists
 //   OUT not a directory       kAlreadyExists
 //   a name not ours in OUT    kAlreadyExists naming it: we never delete what dspack did not write
+//   another layout's files    (IsAnyLayoutFile, formats/registry.h) kReplace removes them with
+//                             ours; otherwise kAlreadyExists naming one
 //   our files in OUT          kRefuse:  kAlreadyExists; the message says which choice proceeds
 //                                       (`existing=replace`, or `existing=resume` for a
 //                                       layout that can resume and an unfinished run)

@@ -72,20 +72,55 @@ bool DetectLmdb(const PathFacts& p) {
 // In detection order: a native manifest first; LMDB's data.mdb before a shard directory.
 constexpr LayoutEntry kTable[] = {
     {Format::kNative, "native", DetectNative, native::OpenReader, native::CreateWriter,
-     native::ListFiles, native::Verify},
-    {Format::kLmdb, "lmdb", DetectLmdb, lmdb::Open, lmdb::CreateWriter, ListInteropFiles,
-     nullptr},
+     native::ListFiles, native::Verify, native::IsDatasetFile, native::kManifestName},
+    {Format::kLmdb, "lmdb", DetectLmdb, lmdb::Open, lmdb::CreateWriter, ListInteropFiles, nullptr,
+     IsInteropFile, kLayoutMetaName},
     {Format::kWds, "wds", DetectInterop<Format::kWds>, wds::Open, wds::CreateWriter,
-     ListInteropFiles, nullptr},
+     ListInteropFiles, nullptr, IsInteropFile, kLayoutMetaName},
     {Format::kTfrecord, "tfrecord", DetectInterop<Format::kTfrecord>, tfrecord::Open,
-     tfrecord::CreateWriter, ListInteropFiles, nullptr},
+     tfrecord::CreateWriter, ListInteropFiles, nullptr, IsInteropFile, kLayoutMetaName},
     {Format::kRecordio, "recordio", DetectInterop<Format::kRecordio>, recordio::Open,
-     recordio::CreateWriter, ListInteropFiles, nullptr},
+     recordio::CreateWriter, ListInteropFiles, nullptr, IsInteropFile, kLayoutMetaName},
 };
 
 }  // namespace
 
 std::span<const LayoutEntry> LayoutTable() { return kTable; }
+
+bool IsAnyLayoutFile(std::string_view name) {
+  for (const auto& e : kTable) {
+    if (e.owns(name)) return true;
+  }
+  return false;
+}
+
+Status CheckNotDamagedDataset(const std::string& dir) {
+  if (Exists(dir + "/" + native::kManifestName)) return Status::Ok();
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return Status::Ok();  // not a directory: nothing to say here
+  std::string found;
+  while (dirent* e = ::readdir(d)) {
+    std::string_view n = e->d_name;
+    if (n == native::kIndexName || (n.rfind("shard-", 0) == 0 && EndsWith(n, ".dsr"))) {
+      found = n;
+      break;
+    }
+  }
+  ::closedir(d);
+  if (found.empty()) return Status::Ok();
+  return Status(
+      Code::kCorruption,
+      fmt::format("{}: holds native dataset files ({}) but no {}: a damaged or "
+                  "unfinished dataset; finish the convert that made it (resume it), or restore {}",
+                  dir, found, native::kManifestName, native::kManifestName));
+}
+
+bool IsCommitPointName(std::string_view name) {
+  for (const auto& e : kTable) {
+    if (name == e.commit_point) return true;
+  }
+  return false;
+}
 
 const LayoutEntry& LayoutFor(Format f) {
   for (const auto& e : kTable) {

@@ -38,10 +38,19 @@ struct LayoutEntry {
   // null: open, then LayoutReader::Verify.
   Status (*verify)(const std::string& path, LayoutVerifyReport* report,
                    const LayoutProgress& progress);
+  // A file this layout writes into its directory (its .tmp forms too): what replacing may remove.
+  bool (*owns)(std::string_view name);
+  // The file written last, whose presence means a finished dataset.
+  std::string_view commit_point;
 };
 
 std::span<const LayoutEntry> LayoutTable();
 const LayoutEntry& LayoutFor(Format f);
 PathFacts GatherPathFacts(const std::string& path);
+
+// Whether some layout of the table writes a file of this name (formats/out_dir.h: `--force`
+// replaces a dataset of any layout dspack wrote), and whether it is a layout's commit point.
+bool IsAnyLayoutFile(std::string_view name);
+bool IsCommitPointName(std::string_view name);
 
 }  // namespace ds

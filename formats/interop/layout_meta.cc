@@ -83,15 +83,11 @@ Result<LayoutMeta> LayoutMeta::Load(const std::string& dir) {
   }
 }
 
-namespace {
-
 bool IsInteropFile(std::string_view name) {
   return MatchesLayoutFile(name,
                            {kLayoutMetaName, "classes.txt", "data.mdb", "lock.mdb", "data.mdb-lock"},
                            {".tar", ".tfrecord", ".rec", ".idx", ".lst"});
 }
-
-}  // namespace
 
 Result<OutDirState> PrepareInteropDir(const std::string& out, Format format,
                                       ExistingOutput existing) {

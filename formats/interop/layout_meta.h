@@ -38,6 +38,9 @@ struct LayoutMeta {
 // PrepareOutputDir (formats/out_dir.h) for an interop layout: its own files are the shards
 // shard-* with their sidecars, data.mdb, dspack.json (the commit point), classes.txt, and their
 // .tmp forms. Interop writers cannot resume.
+// Files an interop layout's directory may hold, their .tmp forms included.
+bool IsInteropFile(std::string_view name);
+
 Result<OutDirState> PrepareInteropDir(const std::string& out, Format format,
                                       ExistingOutput existing);
 

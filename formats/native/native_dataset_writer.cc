@@ -23,12 +23,6 @@ namespace {
 constexpr const char* kRunName = ".dspack-run.json";
 constexpr const char* kJournalName = ".dspack-journal";
 
-// Files a native dataset directory may hold (what replacing it may remove).
-bool IsDatasetFile(std::string_view name) {
-  return MatchesLayoutFile(name, {kManifestName, kIndexName, kClassesName, kRunName, kJournalName},
-                           {".dsr"});
-}
-
 Result<std::vector<std::string>> ListDir(const std::string& dir) {
   DIR* d = ::opendir(dir.c_str());
   if (!d) return Status::FromErrno(errno, dir);
@@ -50,6 +44,11 @@ json MetaJson(const FileMeta& m) {
 }
 
 }  // namespace
+
+bool IsDatasetFile(std::string_view name) {
+  return MatchesLayoutFile(name, {kManifestName, kIndexName, kClassesName, kRunName, kJournalName},
+                           {".dsr"});
+}
 
 DatasetWriter::DatasetWriter(std::string out, NativeOptions options, bool created_dir)
     : out_(std::move(out)),

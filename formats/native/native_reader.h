@@ -21,5 +21,8 @@ Result<std::optional<DatasetFiles>> ListFiles(const std::string& dir);
 Status Verify(const std::string& dir, LayoutVerifyReport* report, const LayoutProgress& progress);
 // Whether dir holds a native dataset's commit point.
 bool Detect(const std::string& dir);
+// Files a native dataset directory may hold, their .tmp forms included (what replacing it may
+// remove).
+bool IsDatasetFile(std::string_view name);
 
 }  // namespace ds::native
