@@ -35,6 +35,7 @@ Result<std::unique_ptr<ReplaySource>> ReplaySource::Open(const std::string& path
     src->samples_ = src->zip_->sample_count();
     src->files_ = {path};
   } else if (S_ISDIR(st.st_mode)) {
+    DS_RETURN_IF_ERROR(CheckNotDamagedDataset(path));  // never benchmarked as a plain tree
     DS_ASSIGN_OR_RETURN(src->tree_,
                         FileTree::Scan(path, {}, [&](std::string_view, const Status& s) {
                           return s.Prefixed(path);

@@ -246,6 +246,10 @@ Status VerifyLayout(const std::string& path, LayoutVerifyReport* report,
 
 // Opens the dataset at `path` in whichever layout it is (detection: docs/formats/README.md).
 Result<std::unique_ptr<LayoutReader>> OpenLayout(const std::string& path);
+// kCorruption when DIR holds a native dataset's data (its index or shards) without its
+// manifest: a damaged or unfinished dataset, which must not be read as a plain tree.
+Status CheckNotDamagedDataset(const std::string& dir);
+
 // The layout at path when it is one dspack reads as a dataset (not a plain directory tree or a
 // plain archive); nullopt otherwise.
 std::optional<Format> DetectLayout(const std::string& path);

@@ -17,11 +17,27 @@ namespace ds::native {
 
 // ---- Dataset -----------------------------------------------------------------------------------
 
+namespace {
+
+// A file the manifest lists that is not there: the dataset is damaged (bad data, exit 1), not a
+// usage error.
+Status MissingIsDamage(Status s, const std::string& dir, std::string_view name) {
+  if (s.code() != Code::kNotFound) return s;
+  return Status(Code::kCorruption,
+                fmt::format("{}/{}: missing, but {} lists it: the dataset is damaged (restore the "
+                            "file, or convert again)",
+                            dir, name, kManifestName));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
   auto d = std::make_unique<Dataset>();
   d->dir_ = dir;
   DS_ASSIGN_OR_RETURN(d->manifest_, Manifest::Load(dir));
-  DS_ASSIGN_OR_RETURN(d->index_, GlobalIndex::Open(dir + "/" + d->manifest_.index.name));
+  auto index = GlobalIndex::Open(dir + "/" + d->manifest_.index.name);
+  if (!index.ok()) return MissingIsDamage(index.status(), dir, d->manifest_.index.name);
+  d->index_ = std::move(index).value();
   if (d->index_.size() != d->manifest_.samples ||
       d->index_.shard_count() != d->manifest_.shards.size()) {
     return Status(Code::kCorruption,
@@ -41,7 +57,9 @@ Result<int> Dataset::ShardFd(uint32_t shard) const {
   std::lock_guard<std::mutex> lock(mu_);
   if (!fds_[shard].valid()) {
     const FileMeta& meta = manifest_.shards[shard];
-    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(dir_ + "/" + meta.name, O_RDONLY));
+    auto opened = OpenFile(dir_ + "/" + meta.name, O_RDONLY);
+    if (!opened.ok()) return MissingIsDamage(opened.status(), dir_, meta.name);
+    OwnedFd fd = std::move(opened).value();
     DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), meta.name));
     if (size != meta.size) {
       return Status(Code::kCorruption,
@@ -139,7 +157,9 @@ Result<std::optional<uint64_t>> Dataset::Find(std::string_view key) const {
 Result<std::vector<std::string>> Dataset::Classes() const {
   std::vector<std::string> out;
   if (manifest_.label_field.empty()) return out;
-  DS_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(dir_ + "/" + kClassesName));
+  auto read = ReadWholeFile(dir_ + "/" + kClassesName);
+  if (!read.ok()) return MissingIsDamage(read.status(), dir_, kClassesName);
+  std::string text = std::move(read).value();
   size_t pos = 0;
   while (pos < text.size()) {
     size_t nl = text.find('\n', pos);

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -245,7 +246,16 @@ void CheckWholeFileHash(const std::string& path, const FileMeta& meta, VerifyRep
 }  // namespace
 
 Status VerifyDataset(const std::string& dir, VerifyReport* report, const VerifyProgress& progress) {
-  DS_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(dir));
+  auto loaded = Manifest::Load(dir);
+  struct stat st;
+  if (!loaded.ok() && loaded.status().code() == Code::kNotFound && ::stat(dir.c_str(), &st) == 0 &&
+      S_ISDIR(st.st_mode)) {
+    // The directory is there but its commit point is not: a damaged or unfinished dataset is
+    // bad data (exit 1), as a missing shard or index is; a missing DIR stays kNotFound.
+    report->problems.push_back(loaded.status().message());
+    return Status::Ok();
+  }
+  DS_ASSIGN_OR_RETURN(Manifest m, std::move(loaded));
   std::string index_path = dir + "/" + m.index.name;
   CheckWholeFileHash(index_path, m.index, report);
   std::optional<GlobalIndex> gi;

@@ -48,11 +48,33 @@ expect_exit 1 "$DSPACK" extract ds ex2
 expect_err "truncated"
 pass "truncated shard reported by verify and extract"
 
-# Missing manifest: not a dataset (usage error, exit 2).
+# Missing manifest: a damaged dataset, bad data (exit 1) in verify as everywhere else (issue 15:
+# verify said 2, ls/cat/extract 1); a DIR that does not exist stays a usage error (2).
 rm -rf ds && cp -a pristine ds && rm ds/manifest.json
-expect_exit 2 "$DSPACK" verify ds
-expect_err "not a finished dspack dataset"
+expect_exit 1 "$DSPACK" verify ds
+grep -q "not a finished dspack dataset" "$WORK/last.out" || { cat "$WORK/last.out"; fail "verify: missing manifest not named"; }
+for cmd in ls extract; do
+  rm -rf ex3
+  # shellcheck disable=SC2046
+  expect_exit 1 "$DSPACK" $cmd ds $([ $cmd = extract ] && echo ex3)
+done
+expect_exit 2 "$DSPACK" verify no-such-dir
 rm -rf ds && cp -a pristine ds && echo '{"format": "dspack-native", "version"' > ds/manifest.json
 expect_exit 1 "$DSPACK" verify ds
 expect_err "malformed manifest"
-pass "missing manifest exit 2, malformed manifest exit 1"
+pass "missing manifest: exit 1 in verify, ls and extract; malformed manifest exit 1; no DIR exit 2"
+
+# A deleted shard or index.dsi is bad data (exit 1) in verify, ls, cat and extract alike.
+for victim in "$(basename "$shard")" index.dsi; do
+  rm -rf ds && cp -a pristine ds && rm "ds/$victim"
+  expect_exit 1 "$DSPACK" verify ds
+  rm -rf ex4
+  expect_exit 1 "$DSPACK" extract ds ex4
+  expect_err "$victim: missing, but manifest.json lists it"
+  if [ "$victim" = index.dsi ]; then
+    expect_exit 1 "$DSPACK" ls ds
+    expect_err "index.dsi: missing, but manifest.json lists it"
+  fi
+  expect_exit 1 "$DSPACK" cat ds "$key"
+done
+pass "deleted shard / index.dsi: exit 1 in verify, ls, cat and extract, naming the file"

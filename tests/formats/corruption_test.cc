@@ -145,6 +145,12 @@ TEST_CASE("a missing shard or manifest is reported", "[formats]") {
   REQUIRE(VerifyDataset(out, &r).ok());
   REQUIRE_FALSE(r.ok());
   CHECK(r.problems[0].find("shard-000000.dsr") != std::string::npos);
+  // Without its manifest the directory is a damaged dataset: a problem (exit 1), as a missing
+  // shard is; a directory that does not exist is kNotFound (exit 2).
   std::filesystem::remove(out + "/manifest.json");
-  CHECK(VerifyDataset(out, &r).code() == Code::kNotFound);
+  VerifyReport no_manifest;
+  REQUIRE(VerifyDataset(out, &no_manifest).ok());
+  REQUIRE(no_manifest.problems.size() == 1);
+  CHECK(no_manifest.problems[0].find("no manifest") != std::string::npos);
+  CHECK(VerifyDataset(dir / "nope", &no_manifest).code() == Code::kNotFound);
 }
