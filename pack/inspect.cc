@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <limits.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,6 +40,10 @@ Result<std::vector<std::string>> SafeComponents(const std::string& path) {
     if (slash == std::string::npos) slash = path.size();
     std::string c = path.substr(pos, slash - pos);
     if (c.empty() || c == "." || c == "..") return bad("'" + c + "' path component");
+    if (c.size() > NAME_MAX) {
+      return bad(fmt::format("a path component of {} bytes; file systems allow {} (NAME_MAX)",
+                             c.size(), NAME_MAX));
+    }
     parts.push_back(std::move(c));
     pos = slash + 1;
   }
@@ -142,6 +147,7 @@ Status Extract(const std::string& dataset, const std::string& dir, const Inspect
       std::string tmp;
       OwnedFd fd;
       bool skip = false;
+      bool tmp_exists = false;  // tmp is on disk (created, not yet renamed)
     };
     std::vector<Target> targets(h.fields.size());
     Status bad;
@@ -166,12 +172,20 @@ Status Extract(const std::string& dataset, const std::string& dir, const Inspect
       t.name = parts->back();
       t.tmp = ".dspack-tmp." + std::to_string(::getpid()) + "." + std::to_string(f);
       auto fd = OpenFileAt(t.parent.get(), t.tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      if (!fd.ok()) return fd.status().Prefixed(EscapeBytes(path));
+      if (!fd.ok()) {
+        for (size_t g = 0; g < f; g++) {
+          if (targets[g].tmp_exists) ::unlinkat(targets[g].parent.get(), targets[g].tmp.c_str(), 0);
+        }
+        return fd.status().Prefixed(EscapeBytes(path));
+      }
       t.fd = std::move(fd).value();
+      t.tmp_exists = true;
     }
+    // Every tmp file still on disk goes, whatever failed (a failed rename included).
     auto cleanup = [&] {
       for (auto& t : targets) {
-        if (t.fd.valid()) ::unlinkat(t.parent.get(), t.tmp.c_str(), 0);
+        if (t.tmp_exists) ::unlinkat(t.parent.get(), t.tmp.c_str(), 0);
+        t.tmp_exists = false;
       }
     };
     if (!bad.ok()) {
@@ -196,6 +210,7 @@ Status Extract(const std::string& dataset, const std::string& dir, const Inspect
         cleanup();
         return e;
       }
+      t.tmp_exists = false;
       files++;
     }
     bytes += h.payload_len();

@@ -4,6 +4,7 @@
 #include <archive_entry.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <limits.h>
 #include <locale.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,6 +15,7 @@
 #include <unordered_set>
 
 #include "formats/sample.h"
+#include "formats/sources/zip.h"
 #include "src/checksum.h"
 #include "src/human.h"
 
@@ -106,6 +108,12 @@ Result<std::string> NormaliseArchivePath(std::string_view p) {
                                                  "extraction directory; entry refused",
                                                  EscapeBytes(p)));
     }
+    if (c.size() > NAME_MAX) {  // could never be extracted: ENAMETOOLONG on every file system
+      return Status(Code::kBadInput,
+                    fmt::format("'{}': a path component of {} bytes; file systems allow {} "
+                                "(NAME_MAX); entry refused",
+                                EscapeBytes(p), c.size(), NAME_MAX));
+    }
     if (!out.empty()) out += '/';
     out.append(c);
   }
@@ -139,6 +147,11 @@ Result<std::unique_ptr<ArchiveSource>> ArchiveSource::Open(const std::string& pa
 Status ArchiveSource::ListEntries(const ScanErrorFn& on_error) {
   Utf8Locale utf8;
   DS_ASSIGN_OR_RETURN(ArchivePtr a, OpenArchive(path_, options_.raw_names));
+  // A zip's entry list is its central directory: read it ourselves too, so a cut directory or
+  // overlapping entries (which libarchive reads as fewer names, silently) are errors.
+  if (LooksLikeZip(path_)) {
+    DS_RETURN_IF_ERROR(ZipArchive::Open(path_, ZipArchive::OpenMode::kStructure).status());
+  }
   struct stat st;
   uint64_t archive_size = ::stat(path_.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
   struct Listed {

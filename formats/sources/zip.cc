@@ -49,8 +49,8 @@ std::string_view MethodName(uint16_t method) {
   }
 }
 
-// FileTree::Scan order (formats/sources/dir_source.cc): in each directory its files by (key, field),
-// then its sub-directories by name, bytewise.
+// FileTree::Scan order (formats/sources/dir_source.cc): in each directory its files by (key,
+// field), then its sub-directories by name, bytewise.
 bool ScanOrderLess(std::string_view a, std::string_view b) {
   for (;;) {
     size_t sa = a.find('/'), sb = b.find('/');
@@ -104,9 +104,10 @@ std::string ZipArchive::Where(uint64_t m) const {
                      members_[m].local_offset);
 }
 
-Result<ZipArchive> ZipArchive::Open(const std::string& path) {
+Result<ZipArchive> ZipArchive::Open(const std::string& path, OpenMode mode) {
   ZipArchive z;
   z.path_ = path;
+  z.check_supported_ = mode == OpenMode::kRead;
   DS_ASSIGN_OR_RETURN(z.fd_, OpenFile(path, O_RDONLY));
   DS_ASSIGN_OR_RETURN(z.file_size_, FileSize(z.fd_.get(), path));
   DS_ASSIGN_OR_RETURN(Eocd eocd, z.ReadEocd());
@@ -177,10 +178,11 @@ Result<ZipArchive::Eocd> ZipArchive::ReadEocd() const {
     }
   }
   if (disk != 0 || cd_disk != 0 || disks > 1 || disk_entries != r.entries) {
-    return Status(Code::kBadInput,
-                  fmt::format("{}: end record at offset {}: a multi-disk (split or spanned) "
-                              "archive; join the parts first (Info-ZIP: zip -s 0 SPLIT.zip -O WHOLE.zip)",
-                              path_, eocd_pos));
+    return Status(
+        Code::kBadInput,
+        fmt::format("{}: end record at offset {}: a multi-disk (split or spanned) "
+                    "archive; join the parts first (Info-ZIP: zip -s 0 SPLIT.zip -O WHOLE.zip)",
+                    path_, eocd_pos));
   }
   if (r.cd_size > cd_end || cd_offset > cd_end - r.cd_size) {
     return Status(Code::kBadInput,
@@ -311,8 +313,35 @@ Status ZipArchive::ReadCentralDirectory(const Eocd& eocd) {
                            ? std::numeric_limits<uint64_t>::max()
                            : offset + eocd.prepended;
     if (name_len == 0 || e.name.back() == '/') continue;  // a directory entry
-    DS_RETURN_IF_ERROR(CheckSupported(e.name, e.m, "central directory entry", at));
+    if (check_supported_) {
+      DS_RETURN_IF_ERROR(CheckSupported(e.name, e.m, "central directory entry", at));
+    }
     entries.push_back(e);
+  }
+  // Overlapping local entries: each member's bytes start at its local header and run at least
+  // kLocalSize + compressed_size on (its name and extra field come on top), so a member that
+  // starts before the previous one's end shares its bytes. unzip refuses these ("overlapped
+  // components (possible zip bomb)"); libarchive silently keeps one of the names.
+  std::vector<const Entry*> by_offset;
+  by_offset.reserve(entries.size());
+  for (const auto& e : entries) by_offset.push_back(&e);
+  std::stable_sort(by_offset.begin(), by_offset.end(), [](const Entry* a, const Entry* b) {
+    return a->m.local_offset < b->m.local_offset;
+  });
+  for (size_t i = 1; i < by_offset.size(); i++) {
+    const Entry& prev = *by_offset[i - 1];
+    const Entry& cur = *by_offset[i];
+    const uint64_t prev_end = prev.m.local_offset + kLocalSize + prev.m.compressed_size;
+    // A member running past the end of the file is its own error (reported when it is read).
+    if (prev_end > file_size_ || prev_end < prev.m.local_offset) continue;
+    if (cur.m.local_offset < prev_end) {
+      return Status(Code::kBadInput,
+                    fmt::format("{}: members {} and {} overlap (local entries at offsets {} and "
+                                "{}): one entry's bytes under two names, as in a zip bomb; "
+                                "refused",
+                                path_, EscapeBytes(prev.name), EscapeBytes(cur.name),
+                                prev.m.local_offset, cur.m.local_offset));
+    }
   }
   std::stable_sort(entries.begin(), entries.end(),
                    [](const Entry& a, const Entry& b) { return ScanOrderLess(a.name, b.name); });

@@ -76,7 +76,12 @@ class ZipArchive {
     uint16_t flags = 0;
   };
 
-  static Result<ZipArchive> Open(const std::string& path);
+  // kRead: every member must be one this reader can inflate (stored, deflate; not encrypted).
+  // kStructure: the central directory only (for libarchive's path, which reads more methods).
+  // Either way, members whose local entries overlap (two names for one entry's bytes, a zip bomb
+  // trick) are refused, naming both: kBadInput.
+  enum class OpenMode { kRead, kStructure };
+  static Result<ZipArchive> Open(const std::string& path, OpenMode mode = OpenMode::kRead);
 
   ZipArchive() = default;
   ZipArchive(ZipArchive&&) noexcept = default;
@@ -120,6 +125,7 @@ class ZipArchive {
   OwnedFd fd_;
   uint64_t file_size_ = 0;
   FileTree tree_;
+  bool check_supported_ = true;  // OpenMode::kRead
   std::vector<Member> members_;  // in tree order
   uint64_t payload_bytes_ = 0;
 };

@@ -56,18 +56,27 @@ expect_exit 1 "$DSPACK" convert enc.zip enc_ds
 expect_err "is encrypted"
 pass "encrypted zip entry: exit 1, named"
 
-# Truncated archives: fail stops with the offset; skip converts the readable part.
+# Truncated archives: fail stops with the offset; skip converts the readable part of a stream
+# (tar, tgz). A zip's entry list is its central directory, at the end: cut, it is an error under
+# skip too (issue 15: the central directory is the entry list; libarchive guessed from local
+# headers and converted part with exit 0).
 for f in a.tar a.tgz a.zip; do
   size=$(stat -c %s "$f"); head -c $((size * 6 / 10)) "$f" > "trunc_$f"
   expect_exit 1 "$DSPACK" convert "trunc_$f" "t_$f"
   expect_err "trunc_$f"
   no_final_names "t_$f"
+  if [ "$f" = a.zip ]; then
+    expect_exit 1 "$DSPACK" convert "trunc_$f" "t_$f" --on-error skip
+    expect_err "no end of central directory record"
+    no_final_names "t_$f"
+    continue
+  fi
   "$DSPACK" convert "trunc_$f" "t_$f" --on-error skip -q || fail "$f: skip mode must convert the readable part"
   n=$("$DSPACK" info "t_$f" --json | $PY -c 'import json,sys; print(json.load(sys.stdin)["samples"])')
   [ "$n" -gt 0 ] && [ "$n" -lt 121 ] || fail "$f: expected part of the samples, got $n"
   "$DSPACK" verify "t_$f" -q
 done
-pass "truncated tar, tgz and zip: exit 1 under fail, readable part converted under skip"
+pass "truncated tar, tgz: exit 1 under fail, readable part converted under skip; a cut zip: exit 1 under both"
 
 # Zip bomb: an expansion ratio limit.
 $PY - <<'PY'
@@ -129,3 +138,63 @@ rm -rf zr zrx
 [ "$(cat "zrx/filename_with_$(printf '\x91')o$(printf '\x86').txt")" = "cp437 name" ] ||
   { find zrx | od -c | head; fail "--raw-names did not keep the stored bytes"; }
 pass "zip names: UTF-8 (bit 11) and CP437 decoded as zipfile does, in C and C.UTF-8; --raw-names keeps bytes"
+
+# A path component over 255 bytes (NAME_MAX) could never be extracted (issue 15): convert refuses
+# the entry naming it (a listed skip under --on-error skip); extract of a foreign dataset that
+# holds one refuses that sample, exit 1, and leaves no .dspack-tmp file behind.
+long=$(printf 'x%.0s' $(seq 300))
+$PY - "$long" <<'PY'
+import io, os, sys, tarfile
+long = sys.argv[1]
+with tarfile.open("long.tar", "w", format=tarfile.PAX_FORMAT) as t:
+    for name, data in ((f"d/{long}.txt", b"too long"), ("d/ok.txt", b"fine")):
+        i = tarfile.TarInfo(name); i.size = len(data); t.addfile(i, io.BytesIO(data))
+os.makedirs("lw", exist_ok=True)
+with tarfile.open("lw/shard-000000.tar", "w", format=tarfile.PAX_FORMAT) as t:
+    for name, data in ((f"{long}.txt", b"too long"), ("ok.txt", b"fine")):
+        i = tarfile.TarInfo(name); i.size = len(data); t.addfile(i, io.BytesIO(data))
+PY
+rm -rf lo lo2 lx
+expect_exit 1 "$DSPACK" convert long.tar lo
+expect_err "a path component of 304 bytes; file systems allow 255 (NAME_MAX)"
+"$DSPACK" convert long.tar lo2 --on-error skip -q
+"$DSPACK" extract lo2 lx -q
+[ "$(cat lx/d/ok.txt)" = fine ] || fail "the good entry was not kept under --on-error skip"
+grep -q "NAME_MAX" lo2/manifest.json || fail "the refused entry is not listed in skipped"
+rm -rf lx
+expect_exit 1 "$DSPACK" extract lw lx -q
+grep -q "a path component of 304 bytes" "$WORK/last.err" || { cat "$WORK/last.err"; fail "extract: long component not named"; }
+[ "$(cat lx/ok.txt)" = fine ] || fail "extract dropped the good sample"
+[ -z "$(find lx -name '.dspack-tmp.*')" ] || fail "extract left a .dspack-tmp file"
+pass "path components over 255 bytes: refused at convert (listed under skip), refused at extract with no tmp file left"
+
+# Zip central-directory entries that overlap one local entry (issue 15 #2): 1,000 names for one
+# 1 MiB entry's bytes. libarchive kept one name and dropped 999 silently (exit 0); now it is a
+# zip bomb refused, exit 1, naming two of the members. And a zip whose central directory is cut
+# is an error, not a smaller dataset: the central directory is the entry list.
+$PY - <<'PY'
+import os, struct, zipfile
+with zipfile.ZipFile("one.zip", "w") as z:
+    z.writestr("a.bin", os.urandom(1 << 20))
+b = open("one.zip", "rb").read()
+cd, eocd = b.find(b"PK\x01\x02"), b.rfind(b"PK\x05\x06")
+fixed = b[cd:cd + 46]
+names = [f"n{i:04d}.bin".encode() for i in range(1000)]
+cds = b"".join(fixed[:28] + struct.pack("<HHH", len(n), 0, 0) + fixed[34:46] + n for n in names)
+end = b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, len(names), len(names), len(cds), cd, 0)
+open("overlap.zip", "wb").write(b[:cd] + cds + end)
+assert len(zipfile.ZipFile("overlap.zip").namelist()) == 1000
+with zipfile.ZipFile("ten.zip", "w") as z:
+    for i in range(10):
+        z.writestr(f"f{i}.txt", f"file {i}")
+b = open("ten.zip", "rb").read()
+open("cutcd.zip", "wb").write(b[:b.find(b"PK\x01\x02") + 200])  # directory cut after 200 bytes
+PY
+rm -rf ov cc
+expect_exit 1 "$DSPACK" convert overlap.zip ov
+expect_err "overlap.zip: members n0000.bin and n0001.bin overlap"
+[ ! -e ov/manifest.json ] || fail "an overlapping zip left a dataset"
+expect_exit 1 "$DSPACK" convert cutcd.zip cc
+expect_err "cutcd.zip"
+[ ! -e cc/manifest.json ] || fail "a zip with a cut central directory left a dataset"
+pass "overlapping zip entries (1,000 names, one entry) and a cut central directory: exit 1, nothing written"
