@@ -4,9 +4,12 @@
 #include <fmt/format.h>
 #include <lmdb.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 
 #include "formats/interop/layout_meta.h"
@@ -27,6 +30,19 @@ Status MdbError(int rc, const std::string& what) {
                   ? Code::kCorruption
                   : Code::kIOError;
   return Status(code, fmt::format("{}: {}", what, mdb_strerror(rc)));
+}
+
+// A write error of the LMDB writer. liblmdb reports a short write (the file system filled up
+// mid-write) as EIO ("short write, filesystem full?" in mdb_page_flush); when the output's file
+// system has less than kFullBelow free, it is reported as ENOSPC, as the other layouts do.
+Status MdbWriteError(int rc, const std::string& what, const std::string& dir) {
+  constexpr uint64_t kFullBelow = 1 << 20;
+  struct statvfs vfs;
+  if (rc == ENOSPC || (rc == EIO && ::statvfs(dir.c_str(), &vfs) == 0 &&
+                       static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize < kFullBelow)) {
+    return Status(Code::kNoSpace, fmt::format("{}: {}", what, std::strerror(ENOSPC)), ENOSPC);
+  }
+  return MdbError(rc, what);
 }
 
 std::string SampleKey(uint64_t i) { return fmt::format("{:010d}", i); }
@@ -170,7 +186,7 @@ class Writer : public LayoutWriter {
     int rc = mdb_env_sync(env_, 1);
     mdb_env_close(env_);
     env_ = nullptr;
-    if (rc != 0) return Fail(MdbError(rc, tmp_));
+    if (rc != 0) return Fail(MdbWriteError(rc, tmp_, out_));
     std::string final_path = out_ + "/" + kDataName;
     native::FileMeta fm;
     fm.name = kDataName;
@@ -254,7 +270,9 @@ class Writer : public LayoutWriter {
         if (rc != 0) return MdbError(rc, tmp_);
         continue;
       }
-      if (rc != 0) return MdbError(rc, fmt::format("{} (writing sample {})", tmp_, samples_));
+      if (rc != 0) {
+        return MdbWriteError(rc, fmt::format("{} (writing sample {})", tmp_, samples_), out_);
+      }
       batch_.clear();
       batch_bytes_ = 0;
       batch_samples_ = 0;

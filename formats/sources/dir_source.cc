@@ -132,7 +132,8 @@ struct Walker {
         entries.push_back({name, true});
       } else {
         Status r =
-            on_error(child, Status(Code::kBadInput, child + ": skipped, " + TypeName(st.st_mode)));
+            on_error(child, Status(Code::kBadInput, child + ": " + TypeName(st.st_mode) +
+                                                        ", not a regular file: it cannot be packed"));
         if (!r.ok()) {
           ::closedir(d);
           return r;

@@ -86,6 +86,12 @@ if mkdir -p ro full && mount -t tmpfs -o ro,size=1m tmpfs ro 2>/dev/null; then
   expect_err "No space left on device"
   [ "$(wc -l < "$WORK/last.err")" -eq 1 ] || fail "error must be one line"
   [ -z "$(ls -A full)" ] || { ls -la full full/*; fail "a failed convert must leave nothing in a fresh OUT"; }
+  # Every layout says so in the same words (issue 15: LMDB said "Input/output error").
+  for fmt in lmdb wds tfrecord recordio; do
+    expect_exit 2 "$DSPACK" convert big "full/$fmt" --format "$fmt"
+    expect_err "No space left on device"
+    [ -z "$(ls -A full)" ] || { ls -la full full/*; fail "$fmt: a failed convert left files"; }
+  done
   pass "read-only OUT and disk full: exit 2, clear error, nothing left behind"
 else
   echo "skip - cannot mount tmpfs here"
@@ -104,3 +110,34 @@ for ext in zip tar tar.gz tgz tar.xz; do
   done
 done
 pass "0-byte .zip/.tar/.tar.gz/.tgz/.tar.xz: exit 1, 'not an archive: 0 bytes', nothing written"
+
+# --force replaces a dataset of any layout dspack wrote (issue 15): native -> wds -> lmdb ->
+# native, each replacing the last with nothing of it left; without --force, the refusal names a
+# file of the other layout and the flag. A file dspack did not write is still never deleted.
+mk
+rm -rf fx
+"$DSPACK" convert src fx -q
+expect_exit 2 "$DSPACK" convert src fx --format wds
+expect_err "holds a dspack dataset of another layout"
+expect_err "pass --force to replace it with wds"
+for fmt in wds lmdb native; do
+  "$DSPACK" convert src fx --format "$fmt" --force -q
+  "$DSPACK" verify fx -q
+  "$DSPACK" info fx | grep -q "$fmt" || { "$DSPACK" info fx; fail "fx is not $fmt after --force"; }
+done
+[ ! -e fx/dspack.json ] && [ ! -e fx/data.mdb ] && ! ls fx | grep -q '\.tar$' ||
+  { ls fx; fail "--force left files of the replaced layout"; }
+echo mine > fx/notes.txt
+expect_exit 2 "$DSPACK" convert src fx --format wds --force
+expect_err "notes.txt"
+pass "--force replaces native, wds and lmdb with each other; a file not ours still stops it"
+
+# A FIFO under --on-error fail: the run fails, and the message does not say "skipped" (issue 15);
+# under skip it is listed.
+mk; mkfifo src/c1/pipe.jpg
+expect_exit 1 "$DSPACK" convert src ff
+expect_err "c1/pipe.jpg: a fifo, not a regular file: it cannot be packed"
+grep -q "skipped" "$WORK/last.err" && fail "a failed run's error says skipped"
+"$DSPACK" convert src fs --on-error skip -q
+grep -q "c1/pipe.jpg" fs/manifest.json || fail "the fifo is not listed under skip"
+pass "fifo: an error that names it under fail, a listed skip under skip"
