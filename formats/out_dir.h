@@ -28,9 +28,9 @@
 namespace ds {
 
 struct OutDirSpec {
-  std::string_view layout;                   // for messages: "native", "wds", ...
-  std::string_view commit_point;             // manifest.json or dspack.json: written last
-  bool (*is_ours)(std::string_view name);    // a file this layout writes (its .tmp forms too)
+  std::string_view layout;                 // for messages: "native", "wds", ...
+  std::string_view commit_point;           // manifest.json or dspack.json: written last
+  bool (*is_ours)(std::string_view name);  // a file this layout writes (its .tmp forms too)
   bool can_resume = false;
 };
 

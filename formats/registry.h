@@ -19,9 +19,9 @@ struct PathFacts {
   std::string path;
   bool is_dir = false;
   bool is_file = false;
-  bool has_dspack_meta = false;           // DIR/dspack.json exists
-  std::optional<Format> meta_format;      // ... and names this layout (unreadable: nullopt)
-  std::optional<Format> foreign_shards;   // DIR holds only one layout's shard files + sidecars
+  bool has_dspack_meta = false;          // DIR/dspack.json exists
+  std::optional<Format> meta_format;     // ... and names this layout (unreadable: nullopt)
+  std::optional<Format> foreign_shards;  // DIR holds only one layout's shard files + sidecars
 };
 
 struct LayoutEntry {

@@ -18,14 +18,13 @@ namespace {
 
 // The library's option fields (src/status.h, RenderOptionNames) as this CLI's flags.
 constexpr ds::OptionName kFlags[] = {
-    {"existing=replace", "--force"}, {"existing=resume", "--resume"},
-    {"shard_size", "--shard-size"},  {"align", "--align"},
-    {"lmdb_layout", "--lmdb-layout"}, {"lmdb_layout=sample", "--lmdb-layout sample"},
-    {"dali_index", "--wds-dali-index"}, {"lmdb_map_size", "the LMDB map size"},
+    {"existing=replace", "--force"},        {"existing=resume", "--resume"},
+    {"shard_size", "--shard-size"},         {"align", "--align"},
+    {"lmdb_layout", "--lmdb-layout"},       {"lmdb_layout=sample", "--lmdb-layout sample"},
+    {"dali_index", "--wds-dali-index"},     {"lmdb_map_size", "the LMDB map size"},
     {"label_from_dir", "--label-from-dir"}, {"exclude", "--exclude"},
-    {"shuffle_seed", "--shuffle-seed"}, {"max_expansion", "--max-expansion"},
-    {"raw_names", "--raw-names"},
-    {"field", "--field"},
+    {"shuffle_seed", "--shuffle-seed"},     {"max_expansion", "--max-expansion"},
+    {"raw_names", "--raw-names"},           {"field", "--field"},
 };
 
 constexpr std::string_view kTool = "dspack";

@@ -230,10 +230,10 @@ class Packer {
         wopt_);
     const auto* native = std::get_if<NativeOptions>(&wopt_);
     j.update(json{{"align", native ? native->align : kDefaultAlign},
-              {"label_from_dir", o_.label_from_dir},
-              {"include", o_.include},
-              {"exclude", o_.exclude},
-              {"on_error", o_.on_error == OnError::kFail ? "fail" : "skip"}});
+                  {"label_from_dir", o_.label_from_dir},
+                  {"include", o_.include},
+                  {"exclude", o_.exclude},
+                  {"on_error", o_.on_error == OnError::kFail ? "fail" : "skip"}});
     j["shuffle_seed"] = o_.shuffle_seed ? json(*o_.shuffle_seed) : json(nullptr);
     if (o_.format != Format::kNative) j["format"] = FormatName(o_.format);
     if (const auto* lmdb = std::get_if<LmdbOptions>(&wopt_)) {

@@ -84,9 +84,9 @@ Result<LayoutMeta> LayoutMeta::Load(const std::string& dir) {
 }
 
 bool IsInteropFile(std::string_view name) {
-  return MatchesLayoutFile(name,
-                           {kLayoutMetaName, "classes.txt", "data.mdb", "lock.mdb", "data.mdb-lock"},
-                           {".tar", ".tfrecord", ".rec", ".idx", ".lst"});
+  return MatchesLayoutFile(
+      name, {kLayoutMetaName, "classes.txt", "data.mdb", "lock.mdb", "data.mdb-lock"},
+      {".tar", ".tfrecord", ".rec", ".idx", ".lst"});
 }
 
 Result<OutDirState> PrepareInteropDir(const std::string& out, Format format,

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "formats/layout.h"
-#include "formats/out_dir.h"
 #include "formats/native/manifest.h"
+#include "formats/out_dir.h"
 #include "src/status.h"
 
 namespace ds {

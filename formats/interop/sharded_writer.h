@@ -17,8 +17,8 @@
 #include <utility>
 #include <vector>
 
-#include "formats/layout.h"
 #include "formats/interop/layout_meta.h"
+#include "formats/layout.h"
 #include "src/checksum.h"
 #include "src/file_writer.h"
 

@@ -28,8 +28,8 @@
 #include <string>
 #include <vector>
 
-#include "formats/native/global_index.h"
 #include "formats/layout.h"
+#include "formats/native/global_index.h"
 #include "formats/native/manifest.h"
 #include "formats/native/native_format.h"
 #include "formats/native/native_shard.h"

@@ -131,9 +131,9 @@ struct Walker {
       } else if (S_ISDIR(st.st_mode)) {
         entries.push_back({name, true});
       } else {
-        Status r =
-            on_error(child, Status(Code::kBadInput, child + ": " + TypeName(st.st_mode) +
-                                                        ", not a regular file: it cannot be packed"));
+        Status r = on_error(
+            child, Status(Code::kBadInput, child + ": " + TypeName(st.st_mode) +
+                                               ", not a regular file: it cannot be packed"));
         if (!r.ok()) {
           ::closedir(d);
           return r;

@@ -269,8 +269,7 @@ TEST_CASE("RunReplay: bad options, idle workers trimmed, a corrupt sample stops 
 // epoch's eviction pass over it (it holds no cache); reading its sample reports it, so the run
 // goes on under on_error=skip, as replay.h and docs/dsbench.md ("Errors") say. (Residency used
 // to fail the whole run before any sample was read.)
-TEST_CASE("RunReplay under on_error=skip counts a tree file that vanished and goes on",
-          "[bench]") {
+TEST_CASE("RunReplay under on_error=skip counts a tree file that vanished and goes on", "[bench]") {
   const std::string cache = GENERATE("cold", "warm");
   test::TempDir dir;
   SynthReport rep;
