@@ -35,4 +35,16 @@ std::string ReadFile(const std::string& path) {
   return ss.str();
 }
 
+size_t ExhaustiveStride() {
+  const char* v = std::getenv("DSPACK_EXHAUSTIVE_STRIDE");
+  if (v == nullptr || *v == '\0') return 1;
+  unsigned long k = std::strtoul(v, nullptr, 10);
+  if (k == 0) throw std::runtime_error("DSPACK_EXHAUSTIVE_STRIDE must be a positive integer");
+  return k;
+}
+
+bool ExhaustiveVisits(size_t off, size_t size) {
+  return off % ExhaustiveStride() == 0 || off + 1 == size;
+}
+
 }  // namespace ds::test

@@ -2,6 +2,7 @@
 // file utilities. Not thread-safe.
 #pragma once
 
+#include <cstddef>
 #include <string>
 
 namespace ds::test {
@@ -23,5 +24,13 @@ class TempDir {
 // Writes data to path, creating parent directories.
 void WriteFile(const std::string& path, const std::string& data);
 std::string ReadFile(const std::string& path);
+
+// The step of the [exhaustive] byte-flip loops: they visit offsets 0, k, 2k, ... and always the
+// last byte. k is $DSPACK_EXHAUSTIVE_STRIDE (default 1: every byte). The sanitizer pass of
+// ./test.sh sets a small prime, so each run still flips bytes of every field at a fraction of
+// the cost; the plain pass flips every byte.
+size_t ExhaustiveStride();
+// True if the loop over [0, size) visits offset off under ExhaustiveStride().
+bool ExhaustiveVisits(size_t off, size_t size);
 
 }  // namespace ds::test

@@ -70,6 +70,7 @@ TEST_CASE("verify detects a flipped byte anywhere in any shard or the index",
       std::string path = out + "/" + name;
       std::string orig = test::ReadFile(path);
       for (size_t off = 0; off < orig.size(); off++) {
+        if (!test::ExhaustiveVisits(off, orig.size())) continue;
         for (int mask : {0x01, 0x80}) {
           std::string bad = orig;
           bad[off] = static_cast<char>(bad[off] ^ mask);

@@ -405,8 +405,10 @@ TEST_CASE("flipping any byte of a wds, tfrecord or recordio shard never crashes 
     std::filesystem::remove(out + "/dspack.json");  // exercise the parsers, not the file hash
     std::string shard = FirstShard(out, c.ext);
     const std::string good = test::ReadFile(shard);
-    size_t flagged = 0;
+    size_t flagged = 0, flipped = 0;
     for (size_t pos = 0; pos < good.size(); pos++) {
+      if (!test::ExhaustiveVisits(pos, good.size())) continue;
+      flipped++;
       std::string bad = good;
       bad[pos] ^= static_cast<char>(0x5a);
       test::WriteFile(shard, bad);
@@ -423,7 +425,7 @@ TEST_CASE("flipping any byte of a wds, tfrecord or recordio shard never crashes 
     // TFRecord's CRCs cover every byte. Payload bytes of wds (tar has no data checksum) and
     // RecordIO (no checksum at all) change silently; their framing cannot.
     if (c.f == Format::kTfrecord) {
-      CHECK(flagged == good.size());
+      CHECK(flagged == flipped);
     } else {
       CHECK(flagged > 0);
     }

@@ -366,8 +366,10 @@ TEST_CASE("zip: every flipped byte and every cut of a small zip is read without 
   for (const char* name : {"w.zip", "fz.zip"}) {
     const std::string good = ReadFile(t / name);
     REQUIRE(ReadAll(t / name).ok());
-    int errors = 0;
+    int errors = 0, flipped = 0;
     for (size_t i = 0; i < good.size(); i++) {
+      if (!test::ExhaustiveVisits(i, good.size())) continue;
+      flipped++;
       for (uint8_t x : {0x01, 0x80, 0xff}) {
         std::string bad = good;
         bad[i] = static_cast<char>(bad[i] ^ x);
@@ -376,10 +378,11 @@ TEST_CASE("zip: every flipped byte and every cut of a small zip is read without 
       }
     }
     for (size_t n = 0; n < good.size(); n++) {
+      if (!test::ExhaustiveVisits(n, good.size())) continue;
       WriteFile(t / "bad.zip", good.substr(0, n));
       CHECK_FALSE(ReadAll(t / "bad.zip").ok());
     }
-    CHECK(errors > static_cast<int>(good.size()));  // most flips are caught
+    CHECK(errors > flipped);  // most flips are caught (3 masks per offset)
   }
 }
 
