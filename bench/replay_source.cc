@@ -25,7 +25,7 @@ Result<std::unique_ptr<ReplaySource>> ReplaySource::Open(const std::string& path
   if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, path, Code::kBadInput);
   if (DetectLayout(path)) {
     DS_ASSIGN_OR_RETURN(src->layout_, OpenLayout(path));
-    src->kind_ = std::string(FormatName(src->layout_->format()));
+    src->kind_ = std::string(src->layout_->kind());
     src->samples_ = src->layout_->size();
     src->files_ = src->layout_->DataFiles();
   } else if (S_ISREG(st.st_mode) && LooksLikeZip(path)) {

@@ -37,16 +37,17 @@ Status LayoutReader::ReadBatch(std::span<const uint64_t> indices, const BatchRea
     auto engine = MakeEngine("io_uring", {k, false});
     if (engine.ok()) {
       st.engine = "io_uring";
-      return ReadBatchEngine(**engine, indices, out, &st);
+      return ReadBatchEngine(**engine, indices, o.landed, out, &st);
     }
     if (engine.status().code() != Code::kUnsupported) return engine.status();
   }
   st.engine = "threads";
-  return ReadBatchThreads(indices, k, out, &st);
+  return ReadBatchThreads(indices, k, o.landed, out, &st);
 }
 
 Status LayoutReader::ReadBatchEngine(IoEngine& engine, std::span<const uint64_t> indices,
-                                     std::vector<Sample>* out, BatchReadStats* st) const {
+                                     std::atomic<uint64_t>* landed, std::vector<Sample>* out,
+                                     BatchReadStats* st) const {
   std::vector<Slot> slots(engine.depth());
   std::vector<SampleExtent> extents(slots.size());
   std::vector<Slot*> free_slots;
@@ -57,8 +58,13 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, std::span<const uint64_t>
 
   auto queue = [&](Slot* s) -> Status {
     const SampleExtent& e = extents[s - slots.data()];
-    s->req = IoRequest{IoRequest::Op::kRead, e.fd, s->buf.data() + s->done, e.length - s->done,
-                       e.offset + s->done, 0, s};
+    s->req = IoRequest{IoRequest::Op::kRead,
+                       e.fd,
+                       s->buf.data() + s->done,
+                       e.length - s->done,
+                       e.offset + s->done,
+                       0,
+                       s};
     st->reads++;
     return engine.Queue(&s->req);
   };
@@ -110,6 +116,7 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, std::span<const uint64_t>
         auto sample = DecodeExtent(indices[s->j], e, std::string_view(s->buf.data(), s->done));
         if (sample.ok()) {
           (*out)[s->j] = std::move(*sample);
+          if (landed) landed->fetch_add(1, std::memory_order_relaxed);
         } else {
           first = sample.status();
         }
@@ -123,7 +130,8 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, std::span<const uint64_t>
 }
 
 Status LayoutReader::ReadBatchThreads(std::span<const uint64_t> indices, unsigned k,
-                                      std::vector<Sample>* out, BatchReadStats* st) const {
+                                      std::atomic<uint64_t>* landed, std::vector<Sample>* out,
+                                      BatchReadStats* st) const {
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   std::mutex mu;
@@ -133,6 +141,7 @@ Status LayoutReader::ReadBatchThreads(std::span<const uint64_t> indices, unsigne
       auto s = Get(indices[j]);
       if (s.ok()) {
         (*out)[j] = std::move(*s);
+        if (landed) landed->fetch_add(1, std::memory_order_relaxed);
         continue;
       }
       std::lock_guard<std::mutex> lock(mu);

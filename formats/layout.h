@@ -19,6 +19,7 @@
 // readable, the key; nothing crashes on bad bytes.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -151,6 +152,9 @@ struct ShardRange {
 struct BatchReadOptions {
   unsigned inflight = 32;  // reads outstanding at once (K)
   bool allow_io_uring = true;
+  // When set, incremented as each sample lands (decoded and checked), for a watcher on another
+  // thread (the Python package's progress counter). Not reset: the caller owns it.
+  std::atomic<uint64_t>* landed = nullptr;
 };
 struct BatchReadStats {
   std::string engine;          // "io_uring", or "threads" (no extents, or io_uring refused)
@@ -161,7 +165,10 @@ struct BatchReadStats {
 class LayoutReader {
  public:
   virtual ~LayoutReader() = default;
-  virtual Format format() const = 0;
+  // The layout, or nullopt for a source read as a dataset (a zip file, a directory tree:
+  // OpenAnyReader); kind() names either ("native", ..., "zip", "tree").
+  virtual std::optional<Format> format() const = 0;
+  virtual std::string_view kind() const { return FormatName(*format()); }
   const std::string& path() const { return path_; }
   virtual uint64_t size() const = 0;
   virtual Result<Sample> Get(uint64_t i) const = 0;   // REQUIRES: i < size()
@@ -187,8 +194,10 @@ class LayoutReader {
   // The dataset's own files with sizes and hashes (ListDatasetFiles of the directory); an empty
   // list for foreign data that has no dspack metadata.
   virtual Result<DatasetFiles> Files() const;
-  // Payload bytes of every sample, from the index or the open-time table where the layout has one
-  // (default: Head of each sample).
+  // Bytes stored per sample: what reading it costs, for balancing reads across ranks. Its record
+  // as it lies in its file, framing included, from the index or the open-time table (native,
+  // wds, tfrecord, recordio; a zip: its members' compressed sizes); its payload bytes where there
+  // is no record to measure (default: Head of each sample: lmdb, a tree).
   virtual Result<std::vector<uint64_t>> SampleSizes() const;
   // The shards in sample order with the sample range each holds (default: from Locate).
   virtual Result<std::vector<ShardRange>> ShardRanges() const;
@@ -223,9 +232,11 @@ class LayoutReader {
 
  private:
   Status ReadBatchEngine(IoEngine& engine, std::span<const uint64_t> indices,
-                         std::vector<Sample>* out, BatchReadStats* stats) const;
+                         std::atomic<uint64_t>* landed, std::vector<Sample>* out,
+                         BatchReadStats* stats) const;
   Status ReadBatchThreads(std::span<const uint64_t> indices, unsigned threads,
-                          std::vector<Sample>* out, BatchReadStats* stats) const;
+                          std::atomic<uint64_t>* landed, std::vector<Sample>* out,
+                          BatchReadStats* stats) const;
 
   mutable std::mutex keys_mu_;
   mutable std::unique_ptr<std::unordered_map<std::string, uint64_t>> keys_;
@@ -246,6 +257,10 @@ Status VerifyLayout(const std::string& path, LayoutVerifyReport* report,
 
 // Opens the dataset at `path` in whichever layout it is (detection: docs/formats/README.md).
 Result<std::unique_ptr<LayoutReader>> OpenLayout(const std::string& path);
+// Anything dspack reads as samples: a layout (OpenLayout), else a zip file, else a directory tree
+// (formats/sources/source_readers.h), never a damaged native dataset (CheckNotDamagedDataset).
+// A missing path is kNotFound; anything else (a tar, a plain file) is kBadInput.
+Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const std::string& path);
 // kCorruption when DIR holds a native dataset's data (its index or shards) without its
 // manifest: a damaged or unfinished dataset, which must not be read as a plain tree.
 Status CheckNotDamagedDataset(const std::string& dir);

@@ -12,6 +12,8 @@
 #include "formats/interop/wds.h"
 #include "formats/native/manifest.h"
 #include "formats/native/native_reader.h"
+#include "formats/sources/source_readers.h"
+#include "formats/sources/zip.h"
 
 namespace ds {
 
@@ -171,6 +173,21 @@ Result<std::unique_ptr<LayoutReader>> OpenLayout(const std::string& path) {
   return LayoutFor(*f).open(path);
 }
 
+Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const std::string& path) {
+  if (DetectLayout(path)) return OpenLayout(path);
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, path, Code::kBadInput);
+  if (S_ISREG(st.st_mode) && LooksLikeZip(path)) return OpenZipReader(path);
+  if (S_ISDIR(st.st_mode)) {
+    DS_RETURN_IF_ERROR(CheckNotDamagedDataset(path));  // never read as a plain tree
+    return OpenTreeReader(path);
+  }
+  return Status(Code::kBadInput,
+                fmt::format("{}: not a dataset, a .zip or a directory tree; convert other "
+                            "archives first (dspack convert {} OUT)",
+                            path, path));
+}
+
 Result<std::unique_ptr<LayoutWriter>> CreateLayoutWriter(const std::string& out,
                                                          const WriterOptions& options) {
   DS_RETURN_IF_ERROR(Validate(options));
@@ -192,8 +209,17 @@ bool IsLayoutMetadataName(std::string_view name) {
 
 Status VerifyLayout(const std::string& path, LayoutVerifyReport* report,
                     const LayoutProgress& progress) {
-  // Without a commit point the native verify names what is missing (an interrupted convert).
-  Format f = DetectLayout(path).value_or(Format::kNative);
+  // A native dataset's files without its manifest (an interrupted convert): the problem named as
+  // every reader names it (CheckNotDamagedDataset), so verify and a failed open say one thing.
+  auto detected = DetectLayout(path);
+  if (!detected) {
+    if (Status damaged = CheckNotDamagedDataset(path); !damaged.ok()) {
+      report->problems.push_back(damaged.message());
+      return Status::Ok();
+    }
+  }
+  // Otherwise, without a commit point the native verify names what is missing.
+  Format f = detected.value_or(Format::kNative);
   if (LayoutFor(f).verify) return LayoutFor(f).verify(path, report, progress);
   // A layout whose structure is broken (truncated, bad magic) fails to open: that is the
   // problem to report, not a reason to stop.

@@ -358,7 +358,7 @@ class Reader : public LayoutReader {
   ~Reader() override {
     if (env_ && pid_ == ::getpid()) mdb_env_close(env_);
   }
-  Format format() const override { return Format::kLmdb; }
+  std::optional<Format> format() const override { return Format::kLmdb; }
 
   Status Load(const std::string& path) {
     path_ = path;

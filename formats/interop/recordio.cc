@@ -162,7 +162,7 @@ class Writer : public ShardedWriter {
 
 class Reader : public ShardedReader {
  public:
-  Format format() const override { return Format::kRecordio; }
+  std::optional<Format> format() const override { return Format::kRecordio; }
 
   Status Load(const std::string& path) {
     DS_RETURN_IF_ERROR(OpenShards(path, ".rec"));

@@ -135,7 +135,7 @@ Result<SampleLocation> ShardedReader::Locate(uint64_t i) const {
 
 json ShardedReader::Info() const {
   json j = {{"path", path_},
-            {"format", FormatName(format())},
+            {"format", kind()},
             {"samples", size()},
             {"shards", shards_.size()},
             {"metadata", meta_ ? kLayoutMetaName : "none (foreign data)"}};

@@ -313,7 +313,7 @@ namespace {
 
 class Reader : public ShardedReader {
  public:
-  Format format() const override { return Format::kTfrecord; }
+  std::optional<Format> format() const override { return Format::kTfrecord; }
 
   Status Load(const std::string& path) {
     DS_RETURN_IF_ERROR(OpenShards(path, ".tfrecord"));

@@ -134,7 +134,7 @@ class Writer : public ShardedWriter {
 
 class Reader : public ShardedReader {
  public:
-  Format format() const override { return Format::kWds; }
+  std::optional<Format> format() const override { return Format::kWds; }
 
   Status Load(const std::string& path) {
     DS_RETURN_IF_ERROR(OpenShards(path, ".tar"));

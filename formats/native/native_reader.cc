@@ -25,7 +25,7 @@ class NativeReader : public LayoutReader {
     }
     return Status::Ok();
   }
-  Format format() const override { return Format::kNative; }
+  std::optional<Format> format() const override { return Format::kNative; }
   uint64_t size() const override { return ds_->size(); }
   Result<Sample> Get(uint64_t i) const override { return ds_->Get(i); }
   Result<SampleHead> Head(uint64_t i) const override {

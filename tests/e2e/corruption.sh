@@ -52,7 +52,7 @@ pass "truncated shard reported by verify and extract"
 # verify said 2, ls/cat/extract 1); a DIR that does not exist stays a usage error (2).
 rm -rf ds && cp -a pristine ds && rm ds/manifest.json
 expect_exit 1 "$DSPACK" verify ds
-grep -q "not a finished dspack dataset" "$WORK/last.out" || { cat "$WORK/last.out"; fail "verify: missing manifest not named"; }
+grep -q "but no manifest.json: a damaged or unfinished dataset" "$WORK/last.out" || { cat "$WORK/last.out"; fail "verify: missing manifest not named"; }
 for cmd in ls extract; do
   rm -rf ex3
   # shellcheck disable=SC2046

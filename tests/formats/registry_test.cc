@@ -12,6 +12,7 @@
 
 #include "formats/layout.h"
 #include "formats/layout_options.h"
+#include "formats/sources/zip.h"
 #include "src/random.h"
 #include "test_util.h"
 
@@ -92,14 +93,12 @@ TEST_CASE("option names render as a CLI's flags; unknown ones stay fields", "[fo
   const OptionName names[] = {{"existing=replace", "--force"}, {"shard_size", "--shard-size"}};
   CHECK(RenderOptionNames("d: already holds a dataset; pass `existing=replace` to replace it",
                           names) == "d: already holds a dataset; pass --force to replace it");
-  CHECK(RenderOptionNames("`shard_size` 1 B and `other`", names) ==
-        "--shard-size 1 B and `other`");
+  CHECK(RenderOptionNames("`shard_size` 1 B and `other`", names) == "--shard-size 1 B and `other`");
   CHECK(RenderOptionNames("a lone ` stays", names) == "a lone ` stays");
   CHECK(RenderOptionNames("", names).empty());
 }
 
-TEST_CASE("every layout: files, shard ranges and sample sizes through the interface",
-          "[formats]") {
+TEST_CASE("every layout: files, shard ranges and sample sizes through the interface", "[formats]") {
   test::TempDir dir;
   for (Format f : kAll) {
     INFO(FormatName(f));
@@ -144,8 +143,7 @@ TEST_CASE("every layout: files, shard ranges and sample sizes through the interf
   CHECK_FALSE(IsLayoutMetadataName("shard-000001.tar"));
 }
 
-TEST_CASE("ReadBatch: every layout, any order and repeats, the same samples as Get",
-          "[formats]") {
+TEST_CASE("ReadBatch: every layout, any order and repeats, the same samples as Get", "[formats]") {
   test::TempDir dir;
   for (Format f : kAll) {
     INFO(FormatName(f));
@@ -206,4 +204,63 @@ TEST_CASE("ReadBatch: a flipped byte is a corruption naming the sample; nothing 
   CHECK(s.code() == Code::kCorruption);
   CHECK_THAT(s.message(), Catch::Contains("k/17"));
   CHECK_THAT(s.message(), Catch::Contains(loc->file));
+}
+
+TEST_CASE("OpenAnyReader: a layout, a zip, a tree; never a damaged dataset as a tree",
+          "[formats]") {
+  test::TempDir dir;
+  test::WriteFile(dir / "tree/a/x.jpg", "jpeg-x");
+  test::WriteFile(dir / "tree/a/x.cls", "7");
+  test::WriteFile(dir / "tree/b/y.txt", "why");
+  test::WriteFile(dir / "tree/c", "no dot");
+  REQUIRE(WriteZip(dir / "tree", dir / "t.zip").ok());
+  for (const std::string& p : {dir / "tree", dir / "t.zip"}) {
+    auto r = OpenAnyReader(p);
+    REQUIRE(r.ok());
+    INFO((*r)->kind());
+    CHECK_FALSE((*r)->format().has_value());
+    REQUIRE((*r)->size() == 3);
+    // FileTree order: a directory's files (by key, field), then its sub-directories.
+    auto s = (*r)->Get(1);
+    REQUIRE(s.ok());
+    CHECK(s->key == "a/x");
+    REQUIRE(s->fields.size() == 2);
+    CHECK(s->fields[0].name == "cls");
+    CHECK(s->fields[0].data == "7");
+    CHECK(s->fields[1].data == "jpeg-x");
+    auto h = (*r)->Head(0);
+    REQUIRE(h.ok());
+    CHECK(h->key == "c");
+    CHECK(h->payload_len() == 6);
+    auto found = (*r)->Find("b/y");
+    REQUIRE(found.ok());
+    CHECK(found->value_or(99) == 2);
+    std::vector<Sample> batch;
+    std::vector<uint64_t> idx{0, 1, 0};
+    REQUIRE((*r)->ReadBatch(idx, {}, &batch).ok());
+    CHECK(batch[0].fields[0].data == "no dot");
+    CHECK(batch[1].key == "a/x");
+    CHECK(batch[2].key == "c");
+  }
+  CHECK((*OpenAnyReader(dir / "tree"))->kind() == "tree");
+  CHECK((*OpenAnyReader(dir / "t.zip"))->kind() == "zip");
+  std::string ds = WriteDataset(dir / "ds", Format::kWds, 5);
+  auto wds = OpenAnyReader(ds);
+  REQUIRE(wds.ok());
+  CHECK((*wds)->kind() == "wds");
+  CHECK(OpenAnyReader(dir / "nope").status().code() == Code::kNotFound);
+  CHECK(OpenAnyReader(dir / "tree/b/y.txt").status().code() == Code::kBadInput);
+  // A native dataset without its manifest is damaged, not a tree of .dsr files.
+  std::string native = WriteDataset(dir / "native", Format::kNative, 5);
+  std::filesystem::remove(native + "/manifest.json");
+  auto damaged = OpenAnyReader(native);
+  CHECK(damaged.status().code() == Code::kCorruption);
+  CHECK(damaged.status().message().find("no manifest.json") != std::string::npos);
+  // A tree's file that vanished after the scan: kNotFound naming it.
+  auto tree = OpenAnyReader(dir / "tree");
+  REQUIRE(tree.ok());
+  std::filesystem::remove(dir / "tree/b/y.txt");
+  auto gone = (*tree)->Get(2);
+  CHECK(gone.status().code() == Code::kNotFound);
+  CHECK(gone.status().message().find("y.txt") != std::string::npos);
 }
