@@ -22,8 +22,10 @@ namespace {
 
 // The library's option fields (src/status.h, RenderOptionNames) as this CLI's flags.
 constexpr ds::OptionName kFlags[] = {
-    {"follow_symlinks", "--follow-symlinks"}, {"delete", "--delete"},
-    {"max_bytes", "--max-bytes"},             {"world", "--world"},
+    {"follow_symlinks", "--follow-symlinks"},
+    {"delete", "--delete"},
+    {"max_bytes", "--max-bytes"},
+    {"world", "--world"},
     {"version_name", "--version-name"},
 };
 constexpr std::string_view kTool = "dssync";
@@ -141,6 +143,11 @@ int main(int argc, char** argv) try {
   app.add_option("--bwlimit", bwlimit, "bandwidth limit, e.g. 200MB/s");
   auto* r_opt = app.add_option("--rank", rank, "this rank (default: SLURM_PROCID, ...)");
   auto* w_opt = app.add_option("--world", world, "number of ranks (default: SLURM_NTASKS, ...)");
+  std::string assign = "bytes";
+  app.add_option("--assign", assign,
+                 "how shards go to ranks: bytes (largest first to the rank with the fewest bytes, "
+                 "as dspack.torch.StreamDataset) or round-robin (shard i to rank i % world)")
+      ->check(CLI::IsMember({"bytes", "round-robin"}));
   auto* mb_opt = app.add_option("--max-bytes", max_bytes,
                                 "stage only the first shards of this rank's assignment fitting "
                                 "SIZE (metadata always)");
@@ -168,6 +175,7 @@ int main(int argc, char** argv) try {
   if (!st.ok()) return Fail(st);
   if (*r_opt) o.rank = rank;
   if (*w_opt) o.world = world;
+  o.assign = assign == "bytes" ? ds::ShardPolicy::kBalancedBytes : ds::ShardPolicy::kRoundRobin;
   if (*fr_opt) o.fraction = fraction;
   o.space_check = !no_space_check;
   o.progress = !json && !quiet;

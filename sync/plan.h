@@ -14,8 +14,8 @@
 //     errors ("unreadable"). Names starting with ".dssync-" are dssync's own and never listed.
 // Entry errors do not stop the walk; they are returned in Plan::errors (exit 1).
 //
-// The assignment: ds::AssignShards (formats/shard_assignment.h), round robin: shard i goes to
-// rank i % world. PrefixSubset keeps the first shards of an
+// The assignment: ds::AssignShards (formats/shard_assignment.h), by bytes (SyncOptions::assign;
+// round robin on request). PrefixSubset keeps the first shards of an
 // assignment whose cumulative size fits a byte budget.
 //
 // Thread-safety: pure functions and values.

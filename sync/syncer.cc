@@ -38,7 +38,7 @@ std::vector<PlanFile> Select(const SyncOptions& o, Plan* plan, SyncReport* r) {
   std::vector<PlanFile> out = std::move(plan->meta);
   std::vector<uint64_t> shard_bytes;
   for (const auto& f : plan->shards) shard_bytes.push_back(f.size);
-  std::vector<size_t> mine = AssignShards(shard_bytes, r->rank.rank, r->rank.world);
+  std::vector<size_t> mine = AssignShards(shard_bytes, r->rank.rank, r->rank.world, o.assign);
   std::vector<uint64_t> sizes;
   for (size_t i : mine) sizes.push_back(plan->shards[i].size);
   r->shards_total = plan->shards.size();

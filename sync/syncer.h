@@ -1,6 +1,6 @@
 // Sync: stage SRC into DST (docs/dssync.md). The steps, in order:
 //   1. refuse DST inside SRC or SRC inside DST; resolve rank/world; plan (sync/plan.h) and pick
-//      this rank's shards (i % world == rank), then the --max-bytes / --fraction prefix;
+//      this rank's shards (SyncOptions::assign), then the --max-bytes / --fraction prefix;
 //      metadata files are always staged;
 //   2. staging directory T = DST, or DST/<version_name>; remove T/.dssync-ready (T is about to
 //      change); open the journal T/.dssync-journal;
@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "formats/shard_assignment.h"
 #include "src/status.h"
 #include "sync/copier.h"
 #include "sync/plan.h"
@@ -39,6 +40,9 @@ struct SyncOptions {
   bool follow_symlinks = false;
   uint64_t bwlimit = 0;  // bytes/s, 0 = unlimited
   std::optional<uint32_t> rank, world;
+  // How shards go to ranks (formats/shard_assignment.h): by bytes (the default, as the Python
+  // StreamDataset assigns them) or round robin.
+  ShardPolicy assign = ShardPolicy::kBalancedBytes;
   std::optional<uint64_t> max_bytes;
   std::optional<double> fraction;
   std::string version_name;

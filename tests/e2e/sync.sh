@@ -52,19 +52,19 @@ same tree tt
 pass "--delete removes what SRC lost, never through a symlink, never its own metadata"
 
 # --- rank subsets: shard i of the manifest goes to rank i % world
-expect_exit 0 "$DSSYNC" ds r1 --rank 1 --world 3 -q
+expect_exit 0 "$DSSYNC" ds r1 --rank 1 --world 3 --assign round-robin -q
 want=$($PY -c "import json; s=json.load(open('ds/manifest.json'))['shards']; print(' '.join(x['name'] for i,x in enumerate(s) if i%3==1))")
 got=$(cd r1 && ls shard-* | tr '\n' ' ' | sed 's/ $//')
 [ "$got" = "$want" ] || fail "rank 1 of 3: got $got, want $want"
 [ -f r1/manifest.json ] && [ -f r1/index.dsi ] && [ -f r1/classes.txt ] || fail "metadata not staged"
-SLURM_PROCID=2 SLURM_NTASKS=3 expect_exit 0 "$DSSYNC" ds r2 --max-bytes 5MiB
+SLURM_PROCID=2 SLURM_NTASKS=3 expect_exit 0 "$DSSYNC" ds r2 --max-bytes 5MiB --assign round-robin
 grep -q "rank 2 of 3 (SLURM_PROCID/SLURM_NTASKS)" last.out || fail "SLURM rank not used: $(cat last.out)"
 first=$($PY -c "import json; s=json.load(open('ds/manifest.json'))['shards']; print(s[2]['name'])")
 [ "$(ls r2 | grep -c '^shard-')" -ge 1 ] && [ -f "r2/$first" ] || fail "--max-bytes prefix wrong: $(ls r2)"
 [ "$(du -cb r2/shard-* | tail -1 | cut -f1)" -le $((5 << 20)) ] || fail "--max-bytes exceeded"
 expect_exit 2 "$DSSYNC" ds r3 --rank 3 --world 3
 expect_err "rank 3 of world 3"
-pass "rank assignment i % world, SLURM env, --max-bytes prefix, metadata always staged"
+pass "rank assignment (round-robin: i % world; bytes: python/tests), SLURM env, --max-bytes prefix, metadata always staged"
 
 # --- versioned staging: DST/current switches atomically
 expect_exit 0 "$DSSYNC" ds vs --version-name v1 -q
