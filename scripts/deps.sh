@@ -8,6 +8,9 @@ DSPACK_APT_PACKAGES=(
   fio rsync tar zip unzip zstd xz-utils bzip2 time util-linux python3 python3-lmdb python3-xxhash
   python3-crcmod  # C CRC-32C for tests/e2e/layout_readers.py (its pure-Python one is ~100x slower)
   chromium  # headless: renders the dsbench compare report in tests/e2e/check_report.py
+  # the Python package (python/, docs/python.md) and its tests; Debian's torch is CPU-only
+  pybind11-dev python3-dev python3-numpy python3-torch python3-torchvision python3-pytest
+  python3-pil
 )
 
 dspack_install_deps() {

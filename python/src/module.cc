@@ -1,0 +1,339 @@
+// dspack._dspack: the Python extension module, a thin pybind11 layer over formats/
+// (docs/python.md). It re-implements no format: every read goes through LayoutReader
+// (formats/layout.h), opened by OpenAnyReader (any layout, a zip file or a directory tree).
+//
+// Contracts:
+// - The GIL is released for every read (get, read_batch, sizes, keys, verify); Python objects
+//   are built after the read, with the GIL held again.
+// - Errors map from Status codes to Python exceptions (ToPython below): corruption of a sample or
+//   of the data (kCorruption, kBadInput while reading) -> CorruptSampleError, a subclass of
+//   DatasetError, a subclass of OSError; a dataset that cannot be opened (damaged, unfinished,
+//   not a dataset) -> DatasetError; a missing path or file -> FileNotFoundError; a bad argument
+//   -> ValueError; an index out of range -> IndexError. Each is built from one message string
+//   (torch re-raises a DataLoader worker's exception as type(message)), and the message names
+//   the file, offset and key where the library's Status does.
+// - Fork: a Reader belongs to the process that opened it. Used in a child after fork(), it
+//   raises DatasetError (open it again in the child; dspack.torch does); destroyed in a child,
+//   it is leaked, not closed: an LMDB environment must not be closed by a child (its reader
+//   slots in the lock file carry the parent's pid), and the leak is the one safe choice.
+// - copy=False hands each field out as a read-only numpy uint8 array that owns the bytes it
+//   views (the C++ buffer moves into the array's base capsule): it lives as long as the array
+//   does, and no copy is made after the read.
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <charconv>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "formats/layout.h"
+#include "formats/shard_assignment.h"
+
+namespace py = pybind11;
+using namespace ds;
+
+namespace {
+
+py::object g_dataset_error;  // set at import; module-lifetime
+py::object g_corrupt_error;
+
+// kCorruption/kBadInput while reading a sample are the sample's (or its file's) damage.
+enum class Phase { kOpen, kRead };
+
+[[noreturn]] void Raise(const Status& s, Phase phase) {
+  std::string msg = s.message();
+  PyObject* type = PyExc_RuntimeError;
+  switch (s.code()) {
+    case Code::kNotFound:
+      type = PyExc_FileNotFoundError;
+      break;
+    case Code::kCorruption:
+    case Code::kBadInput:
+      type = phase == Phase::kRead ? g_corrupt_error.ptr() : g_dataset_error.ptr();
+      break;
+    case Code::kInvalidArgument:
+      type = PyExc_ValueError;
+      break;
+    case Code::kIOError:
+    case Code::kNoSpace:
+      type = PyExc_OSError;
+      break;
+    default:
+      msg = s.ToString();
+  }
+  PyErr_SetString(type, msg.c_str());
+  throw py::error_already_set();
+}
+
+// Runs f with the GIL released. f must not touch Python objects (nor call reader(), which may
+// raise): take the reader first.
+template <typename F>
+auto NoGil(F&& f) {
+  py::gil_scoped_release nogil;
+  return f();
+}
+
+template <typename T>
+T Take(Result<T> r, Phase phase) {
+  if (!r.ok()) Raise(r.status(), phase);
+  return std::move(*r);
+}
+
+// Keys and field names may hold any bytes (zip and tar names): decoded as os.fsdecode does.
+py::str Str(std::string_view s) {
+  PyObject* o =
+      PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
+  if (o == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::str>(o);
+}
+
+py::object Bytes(std::string&& data, bool copy) {
+  if (copy) return py::bytes(data.data(), data.size());
+  auto* owned = new std::string(std::move(data));
+  py::capsule base(owned, [](void* p) { delete static_cast<std::string*>(p); });
+  py::array_t<uint8_t> a({static_cast<py::ssize_t>(owned->size())}, {1},
+                         reinterpret_cast<const uint8_t*>(owned->data()), base);
+  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  return a;
+}
+
+class Reader {
+ public:
+  explicit Reader(const std::string& path) : pid_(::getpid()) {
+    r_ = Take(NoGil([&] { return OpenAnyReader(path); }), Phase::kOpen);
+    label_ = r_->label_field();
+  }
+  ~Reader() {
+    if (::getpid() != pid_) (void)r_.release();  // a child's inherited copy: leaked (header)
+  }
+
+  uint64_t size() const { return reader().size(); }
+  std::string kind() const { return std::string(reader().kind()); }
+  std::string path() const { return reader().path(); }
+  std::string label_field() const { return reader().label_field(); }
+  std::vector<std::string> classes() const { return reader().classes(); }
+  void close() {
+    if (::getpid() != pid_) (void)r_.release();
+    r_.reset();
+  }
+  bool closed() const { return r_ == nullptr; }
+
+  py::dict Get(int64_t i, bool copy) const {
+    uint64_t n = CheckIndex(i);
+    const LayoutReader& rd = reader();
+    return ToDict(Take(NoGil([&] { return rd.Get(n); }), Phase::kRead), copy);
+  }
+
+  // Samples `indices` through LayoutReader::ReadBatch, as a list of dicts (collate=False) or one
+  // dict of lists (collate=True: the default_collate shape, without tensors).
+  py::object ReadBatch(const std::vector<int64_t>& indices, unsigned inflight, bool copy,
+                       bool collate) {
+    std::vector<uint64_t> idx;
+    idx.reserve(indices.size());
+    for (int64_t i : indices) idx.push_back(CheckIndex(i));
+    std::vector<Sample> out;
+    BatchReadStats stats;
+    const LayoutReader& rd = reader();
+    Status st = NoGil([&] {
+      BatchReadOptions o;
+      o.inflight = inflight;
+      o.landed = &landed_;
+      return rd.ReadBatch(idx, o, &out, &stats);
+    });
+    last_stats_ = stats;
+    if (!st.ok()) Raise(st, Phase::kRead);
+    if (!collate) {
+      py::list l;
+      for (auto& s : out) l.append(ToDict(std::move(s), copy));
+      return l;
+    }
+    py::dict d;
+    py::list keys;
+    for (auto& s : out) {
+      keys.append(Str(s.key));
+      for (auto& f : s.fields) {
+        py::str name = Str(f.name);
+        if (!d.contains(name)) d[name] = py::list();
+        d[name].cast<py::list>().append(Value(f, copy));
+      }
+    }
+    d["__key__"] = keys;
+    return d;
+  }
+
+  py::dict LastStats() const {
+    py::dict d;
+    d["engine"] = last_stats_.engine;
+    d["reads"] = last_stats_.reads;
+    d["peak_inflight"] = last_stats_.peak_inflight;
+    return d;
+  }
+  uint64_t landed() const { return landed_.load(std::memory_order_relaxed); }
+
+  py::array_t<uint64_t> Sizes() const {
+    const LayoutReader& rd = reader();
+    std::vector<uint64_t> sizes = Take(NoGil([&] { return rd.SampleSizes(); }), Phase::kRead);
+    py::array_t<uint64_t> a(static_cast<py::ssize_t>(sizes.size()));
+    std::copy(sizes.begin(), sizes.end(), a.mutable_data());
+    return a;
+  }
+
+  py::list Keys() const {
+    const LayoutReader& rd = reader();
+    std::vector<std::string> keys(rd.size());
+    Status st = NoGil([&] {
+      for (uint64_t i = 0; i < keys.size(); i++) {
+        auto h = rd.Head(i);
+        if (!h.ok()) return h.status();
+        keys[i] = std::move(h->key);
+      }
+      return Status::Ok();
+    });
+    if (!st.ok()) Raise(st, Phase::kRead);
+    py::list l;
+    for (const auto& k : keys) l.append(Str(k));
+    return l;
+  }
+
+  int64_t IndexOf(const std::string& key) const {
+    const LayoutReader& rd = reader();
+    auto found = Take(NoGil([&] { return rd.Find(key); }), Phase::kRead);
+    if (!found) {
+      PyErr_SetString(PyExc_KeyError,
+                      (reader().path() + ": no sample with key '" + key + "'").c_str());
+      throw py::error_already_set();
+    }
+    return static_cast<int64_t>(*found);
+  }
+
+  // (file, bytes, first_sample, samples) per shard, in sample order.
+  std::vector<std::tuple<std::string, uint64_t, uint64_t, uint64_t>> Shards() const {
+    const LayoutReader& rd = reader();
+    std::vector<std::tuple<std::string, uint64_t, uint64_t, uint64_t>> v;
+    for (const auto& s : Take(NoGil([&] { return rd.ShardRanges(); }), Phase::kRead)) {
+      v.emplace_back(s.file, s.bytes, s.first_sample, s.samples);
+    }
+    return v;
+  }
+
+  std::string Info() const { return reader().Info().dump(); }
+
+  // Every check `dspack verify` makes: the list of problems (empty: clean).
+  std::vector<std::string> Verify() const {
+    LayoutVerifyReport rep;
+    const LayoutReader& rd = reader();
+    Status st = NoGil([&] { return rd.Verify(&rep, nullptr); });
+    if (!st.ok()) Raise(st, Phase::kRead);
+    return rep.problems;
+  }
+
+ private:
+  const LayoutReader& reader() const {
+    if (!r_) {
+      PyErr_SetString(PyExc_ValueError, "I/O operation on a closed dspack dataset");
+      throw py::error_already_set();
+    }
+    if (::getpid() != pid_) {
+      std::string msg = r_->path() + ": this dataset was opened in process " +
+                        std::to_string(pid_) + " and is used after fork() in " +
+                        std::to_string(::getpid()) + "; open it again in this process";
+      PyErr_SetString(g_dataset_error.ptr(), msg.c_str());
+      throw py::error_already_set();
+    }
+    return *r_;
+  }
+
+  uint64_t CheckIndex(int64_t i) const {
+    int64_t n = static_cast<int64_t>(size());
+    if (i < 0) i += n;
+    if (i < 0 || i >= n) {
+      PyErr_SetString(PyExc_IndexError, (reader().path() + ": sample index out of range (" +
+                                         std::to_string(n) + " samples)")
+                                            .c_str());
+      throw py::error_already_set();
+    }
+    return static_cast<uint64_t>(i);
+  }
+
+  // The label field's ASCII decimal becomes an int; other fields stay bytes.
+  py::object Value(Field& f, bool copy) const {
+    if (!label_.empty() && f.name == label_) {
+      int64_t v = 0;
+      auto [p, ec] = std::from_chars(f.data.data(), f.data.data() + f.data.size(), v);
+      if (ec == std::errc() && p == f.data.data() + f.data.size()) return py::int_(v);
+    }
+    return Bytes(std::move(f.data), copy);
+  }
+
+  py::dict ToDict(Sample s, bool copy) const {
+    py::dict d;
+    d["__key__"] = Str(s.key);
+    for (auto& f : s.fields) d[Str(f.name)] = Value(f, copy);
+    return d;
+  }
+
+  std::unique_ptr<LayoutReader> r_;
+  pid_t pid_;
+  std::string label_;
+  BatchReadStats last_stats_;
+  std::atomic<uint64_t> landed_{0};
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_dspack, m) {
+  m.doc() = "dspack's readers (formats/layout.h); use the dspack package, not this module";
+  g_dataset_error = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
+      "dspack._dspack.DatasetError",
+      "A dataset that cannot be read: damaged, unfinished, not a dataset.", PyExc_OSError,
+      nullptr));
+  g_corrupt_error = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
+      "dspack._dspack.CorruptSampleError",
+      "Stored data failed a check; the message names the file, offset and key.",
+      g_dataset_error.ptr(), nullptr));
+  m.attr("DatasetError") = g_dataset_error;
+  m.attr("CorruptSampleError") = g_corrupt_error;
+
+  py::class_<Reader>(m, "Reader")
+      .def(py::init<const std::string&>(), py::arg("path"))
+      .def("__len__", &Reader::size)
+      .def_property_readonly("kind", &Reader::kind)
+      .def_property_readonly("path", &Reader::path)
+      .def_property_readonly("label_field", &Reader::label_field)
+      .def_property_readonly("classes", &Reader::classes)
+      .def_property_readonly("closed", &Reader::closed)
+      .def("close", &Reader::close)
+      .def("get", &Reader::Get, py::arg("i"), py::arg("copy") = true)
+      .def("read_batch", &Reader::ReadBatch, py::arg("indices"), py::arg("inflight") = 32,
+           py::arg("copy") = true, py::arg("collate") = false)
+      .def("last_batch_stats", &Reader::LastStats)
+      .def_property_readonly("landed", &Reader::landed)
+      .def("sizes", &Reader::Sizes)
+      .def("keys", &Reader::Keys)
+      .def("index_of", &Reader::IndexOf, py::arg("key"))
+      .def("shards", &Reader::Shards)
+      .def("info", &Reader::Info)
+      .def("verify", &Reader::Verify);
+
+  m.def(
+      "assign_shards",
+      [](const std::vector<uint64_t>& bytes, uint32_t rank, uint32_t world, const std::string& by) {
+        if (world == 0 || rank >= world) throw py::value_error("rank must be < world (world >= 1)");
+        ShardPolicy p;
+        if (by == "bytes") {
+          p = ShardPolicy::kBalancedBytes;
+        } else if (by == "round-robin") {
+          p = ShardPolicy::kRoundRobin;
+        } else {
+          throw py::value_error("assign must be 'bytes' or 'round-robin', not '" + by + "'");
+        }
+        return AssignShards(bytes, rank, world, p);
+      },
+      py::arg("shard_bytes"), py::arg("rank"), py::arg("world"), py::arg("by") = "bytes",
+      "Which shards rank `rank` of `world` reads: formats/shard_assignment.h, the function dssync "
+      "uses, so a node staged with `dssync --rank r --world w` holds exactly these.");
+}

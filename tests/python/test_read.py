@@ -1,0 +1,220 @@
+"""dspack.open over every layout, a zip and a tree: byte-exact against `dspack extract`, the
+sample dict's shape, batches, zero copy, and every bad input the package documents."""
+
+import os
+import pathlib
+import shutil
+import subprocess
+import threading
+
+import numpy as np
+import pytest
+
+import dspack
+from conftest import LAYOUTS, files_of, run
+
+
+def as_files(ds):
+    """The dataset's samples as {path: bytes}, label fields left out (extract leaves them out)."""
+    out = {}
+    for s in ds.read_batch(range(len(ds))):
+        for name, value in s.items():
+            if name in ("__key__", ds.label_field):
+                continue
+            out[s["__key__"] + ("." + name if name else "")] = bytes(value)
+    return out
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_layout_reads_back_what_extract_restores(data, layout, dspack_bin, tmp_path):
+    run(dspack_bin, "extract", data[layout], tmp_path / "x", "-q")
+    with dspack.open(data[layout]) as ds:
+        assert ds.kind == layout
+        assert len(ds) == 300
+        assert as_files(ds) == files_of(tmp_path / "x") == files_of(data["tree"])
+
+
+@pytest.mark.parametrize("source", ["zip", "tree"])
+def test_a_zip_and_a_tree_read_as_the_converted_dataset(data, source):
+    with dspack.open(data[source]) as ds, dspack.open(data["native"]) as native:
+        assert ds.kind == source
+        assert as_files(ds) == files_of(data["tree"])
+        assert ds.keys() == native.keys()  # the same grouping, in the same order
+
+
+def test_the_sample_dict(data):
+    ds = dspack.open(data["native"])
+    s = ds[0]
+    assert set(s) == {"__key__", "JPEG", "cls"}
+    assert isinstance(s["__key__"], str) and isinstance(s["JPEG"], bytes)
+    assert ds.label_field == "cls"
+    assert isinstance(s["cls"], int)
+    assert ds.classes[s["cls"]] == s["__key__"].split("/")[0]  # the class folder
+    assert ds[-1]["__key__"] == ds.keys()[-1]
+    assert ds.index_of(ds.keys()[123]) == 123
+    with pytest.raises(KeyError, match="no-such-key"):
+        ds.index_of("no-such-key")
+
+
+@pytest.mark.parametrize("layout", LAYOUTS + ["zip", "tree"])
+def test_sizes_and_batches(data, layout):
+    ds = dspack.open(data[layout])
+    sizes = ds.sizes
+    assert sizes.dtype == np.uint64 and len(sizes) == len(ds)
+    order = [7, 3, 299, 3, 0]
+    batch = ds.read_batch(order)
+    assert [b["__key__"] for b in batch] == [ds[i]["__key__"] for i in order]
+    for i, b in zip(order, batch):
+        payload = sum(len(v) for k, v in b.items() if k not in ("__key__", ds.label_field))
+        payload += len(str(b[ds.label_field])) if ds.label_field in b else 0  # ASCII digits
+        if layout in ("lmdb", "tree"):  # the payload
+            assert sizes[i] == payload
+        elif layout == "zip":  # compressed sizes: random JPEG-like bytes deflate to a bit more
+            assert abs(int(sizes[i]) - payload) <= payload // 100 + 64
+        else:  # the record as stored: payload + framing (tar: 512-byte headers and padding)
+            assert payload < sizes[i] <= payload + 4 * 1024, (i, payload, sizes[i])
+    collated = ds.read_batch(order, collate=True)
+    assert collated["__key__"] == [b["__key__"] for b in batch]
+    assert collated["JPEG"] == [b["JPEG"] for b in batch]
+
+
+def test_read_batch_keeps_reads_in_flight(data):
+    ds = dspack.open(data["native"])
+    ds.read_batch(range(300), inflight=16)
+    stats = ds.last_batch_stats()
+    assert stats["reads"] >= 300
+    if stats["engine"] == "io_uring":
+        assert stats["peak_inflight"] > 1  # more than one read outstanding at once
+
+
+def test_zero_copy_arrays_own_their_bytes(data):
+    ds = dspack.open(data["wds"])
+    a = ds.get(5, copy=False)["JPEG"]
+    b = ds.read_batch([5], copy=False)[0]["JPEG"]
+    assert isinstance(a, np.ndarray) and a.dtype == np.uint8 and not a.flags.writeable
+    want = ds[5]["JPEG"]
+    del ds  # the arrays outlive the dataset
+    assert a.tobytes() == want and bytes(memoryview(b)) == want
+
+
+def test_bad_inputs(data, tmp_path, dspack_bin):
+    with pytest.raises(FileNotFoundError, match="nope"):
+        dspack.open(tmp_path / "nope")
+    ds = dspack.open(data["native"])
+    with pytest.raises(IndexError, match="out of range"):
+        ds[300]
+    with pytest.raises(IndexError):
+        ds.read_batch([0, 300])
+    with pytest.raises(TypeError):
+        ds["0"]
+    # A half-written dataset (no commit point): the error `dspack verify` gives.
+    half = tmp_path / "half"
+    shutil.copytree(data["native"], half)
+    os.remove(half / "manifest.json")
+    verify = run(dspack_bin, "verify", half, check=False)
+    assert verify.returncode == 1
+    with pytest.raises(dspack.DatasetError) as e:
+        dspack.open(half)
+    assert str(e.value).split(":")[-1].strip() in verify.stdout
+    assert isinstance(e.value, OSError)
+    (tmp_path / "plain.txt").write_text("hello")
+    with pytest.raises(dspack.DatasetError, match="not a dataset"):
+        dspack.open(tmp_path / "plain.txt")
+    ds.close()
+    with pytest.raises(ValueError, match="closed"):
+        ds[0]
+
+
+def flip_byte_of_sample(ds_dir, i):
+    """Flips a byte inside sample i's payload in its shard; returns the sample's key."""
+    with dspack.open(ds_dir) as ds:
+        key, want = ds[i]["__key__"], ds[i]["JPEG"]
+    # The payload is the sample's jpg bytes: find them in a shard and flip one in the middle.
+    for f in sorted(pathlib.Path(ds_dir).glob("shard-*.dsr")):
+        raw = bytearray(f.read_bytes())
+        at = raw.find(want)
+        if at >= 0:
+            raw[at + len(want) // 2] ^= 0x40
+            f.write_bytes(bytes(raw))
+            return key, f.name
+    raise AssertionError("sample bytes not found")
+
+
+def test_a_flipped_byte_names_file_offset_and_key(data, tmp_path):
+    bad = tmp_path / "bad"
+    shutil.copytree(data["native"], bad)
+    key, shard = flip_byte_of_sample(bad, 42)
+    ds = dspack.open(bad)
+    with pytest.raises(dspack.CorruptSampleError) as e:
+        ds[42]
+    msg = str(e.value)
+    assert shard in msg and key in msg and "offset" in msg
+    with pytest.raises(dspack.CorruptSampleError):
+        ds.read_batch(range(40, 50))
+    assert any(key in p for p in ds.verify())
+    assert type(e.value)(msg).args == (msg,)  # rebuilt from one string, as torch re-raises it
+
+
+def test_a_dataset_deleted_or_replaced_under_a_reader(data, tmp_path, dspack_bin):
+    d = tmp_path / "ds"
+    shutil.copytree(data["native"], d)
+    ds = dspack.open(d)
+    before = ds[10]
+    # Replaced (convert --force writes a new dataset over it): the open reader keeps reading the
+    # files it opened, which still hold the old bytes; a new open sees the new dataset.
+    run(dspack_bin, "convert", data["tree"], d, "--force", "--shard-size", "1MiB", "-q")
+    assert ds[10] == before
+    assert "cls" not in dspack.open(d)[10]
+    # Deleted: the open reader still reads what it holds open; opening again is FileNotFoundError.
+    shutil.rmtree(d)
+    assert ds[10] == before
+    with pytest.raises(FileNotFoundError):
+        dspack.open(d)
+    # A tree whose file vanished after the scan: FileNotFoundError naming the file.
+    t = tmp_path / "t"
+    shutil.copytree(data["tree"], t)
+    tree = dspack.open(t)
+    name = tree.keys()[3] + ".JPEG"
+    os.remove(t / name)
+    with pytest.raises(FileNotFoundError, match=name.split("/")[-1]):
+        tree[3]
+
+
+def test_read_batch_releases_the_gil(data):
+    """A Python thread makes progress while one long batch reads: it sees the batch's landed
+    counter strictly between start and end, which it cannot if the batch held the GIL."""
+    ds = dspack.open(data["tree"])  # the tree: an open + read + close per file, the slowest
+    indices = list(range(300)) * 20
+    start = ds.samples_landed
+    seen, ticks, done = set(), [0], threading.Event()
+
+    def watch():
+        while not done.is_set():
+            ticks[0] += 1
+            seen.add(ds.samples_landed - start)
+
+    t = threading.Thread(target=watch)
+    t.start()
+    ds.read_batch(indices, inflight=4)
+    done.set()
+    t.join()
+    mid = [v for v in seen if 0 < v < len(indices)]
+    assert ticks[0] > 0 and mid, f"no progress seen during the batch (seen {sorted(seen)[:5]})"
+
+
+def test_pickles_by_path_and_reopens_after_fork(data):
+    import pickle
+
+    ds = dspack.open(data["lmdb"])
+    first = ds[0]
+    clone = pickle.loads(pickle.dumps(ds))
+    assert clone[0] == first and len(clone) == 300
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child reads through the parent's object: it opens its own reader
+        ok = ds[0] == first and ds[299] == dspack.open(data["lmdb"])[299]
+        os.write(w, b"1" if ok else b"0")
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert os.read(r, 1) == b"1"
+    assert ds[1]["__key__"]  # and the parent's still works after the child exited
