@@ -152,6 +152,7 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
           run.cache = cache;
           run.workers = w;
           ReplayOptions ro = o.job;
+          ro.loader = "model";
           ro.dataset = b.path;
           ro.mode = CompareMode(o.job.mode, b.layout);
           ro.cache = cache;
@@ -169,6 +170,14 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
                           FormatRate(run.bytes_per_sec), FormatCount(run.opens_per_sec),
                           FormatDuration(run.sample_lat.Percentile(99) / 1e9),
                           run.au ? fmt::format("  AU {:.1f}%", *run.au * 100) : ""));
+          if (o.job.loader == "torch" && !StopRequested()) {
+            DS_RETURN_IF_ERROR(RunTorchTwin(ro, &run).Prefixed(b.layout));
+            say(fmt::format(
+                "{:<6} {:<4} {:<9} workers {:<3} {:>8} samples/s by a real torch "
+                "DataLoader (model / DataLoader {:.2f}x)",
+                storage, cache, b.layout, run.workers, FormatCount(run.torch_samples_per_sec),
+                run.model_vs_torch.value_or(0)));
+          }
           res->runs.push_back(std::move(run));
         }
       }
@@ -176,6 +185,20 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
   }
   res->interrupted = StopRequested();
   RankAndRecommend(o, res);
+  return Status::Ok();
+}
+
+Status RunTorchTwin(const ReplayOptions& model, CompareRun* run) {
+  ReplayOptions ro = model;
+  ro.loader = "torch";
+  CompareRun twin;
+  twin.cache = run->cache;
+  twin.options = ro;
+  DS_RETURN_IF_ERROR(RunReplay(ro, &twin.result));
+  SummarizeRun(&twin);
+  run->torch_samples_per_sec = twin.samples_per_sec;
+  if (twin.samples_per_sec > 0) run->model_vs_torch = run->samples_per_sec / twin.samples_per_sec;
+  run->torch = std::move(twin.result);
   return Status::Ok();
 }
 

@@ -5,6 +5,8 @@
 // 2. Replay: the same job (bench/replay.h) against each layout, for each cache state (cold:
 //    evicted before every epoch; warm: one priming epoch, then the measured ones), each worker
 //    count, on local storage and, with a slow file system, through it (bench/slowfs/mount.h).
+//    With job.loader "torch", each run is then repeated by a real torch DataLoader, and the
+//    report puts the model's samples/s and the DataLoader's side by side, with their ratio.
 // 3. Report: per (storage, cache) the layouts ranked by samples/s with the ratio to the baseline
 //    (the directory tree when built, else the first layout), the fewest workers that meet the
 //    required rate (worker sweep), a recommendation sentence, JSON, and a self-contained HTML
@@ -64,6 +66,11 @@ struct CompareRun {
   double residency_before = 0;  // median at the measured epochs' start
   LatencyHistogram sample_lat, wait_lat;
   std::optional<double> vs_baseline;
+  // job.loader == "torch": the same run by a real torch DataLoader (bench/torch_loader.h), and the
+  // model's samples/s over the DataLoader's: how well the model predicts the real loader.
+  std::optional<ReplayResult> torch;
+  double torch_samples_per_sec = 0;
+  std::optional<double> model_vs_torch;
 };
 
 struct CompareBuild {
@@ -120,6 +127,9 @@ struct WorkerSweep {
 WorkerSweep SweepWorkers(const std::vector<std::pair<int, ReplayResult>>& runs);
 // "\nworker sweep (last epoch): 1: 812 samples/s; 2: ...;\nfewest workers that feed the job: 2\n"
 std::string WorkerSweepText(const WorkerSweep& sweep);
+
+// Runs `model`'s job again by a real torch DataLoader and fills run's torch fields.
+Status RunTorchTwin(const ReplayOptions& model, CompareRun* run);
 
 // "1,2,4,8" -> {1, 2, 4, 8}; each at least 1.
 Result<std::vector<int>> ParseWorkerList(const std::string& text);

@@ -273,6 +273,13 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
                     {"cdf", Cdf(run.sample_lat)},
                     {"data_wait_ns", LatencyJson(run.wait_lat)},
                     {"replay", ReplayJson(run.options, run.result)}});
+    if (run.torch) {
+      ReplayOptions to = run.options;
+      to.loader = "torch";
+      runs.back()["torch"] = {{"samples_per_sec", run.torch_samples_per_sec},
+                              {"model_vs_torch", opt(run.model_vs_torch)},
+                              {"replay", ReplayJson(to, *run.torch)}};
+    }
   }
   json builds = json::array();
   for (const auto& b : r.builds) {
@@ -391,6 +398,18 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
                                        : "none");
       }
       t += required <= 0 ? " (give --step-time or --samples-per-sec for a required rate)\n" : "\n";
+    }
+  }
+  if (o.job.loader == "torch") {
+    t += "\nthe model (dsbench's C++ loader) against a real torch DataLoader, same job:\n";
+    t += fmt::format("  {:<6} {:<5} {:<9} {:>7} {:>14} {:>14} {:>8}\n", "storage", "cache",
+                     "layout", "workers", "model s/s", "DataLoader s/s", "ratio");
+    for (const auto& run : r.runs) {
+      if (!run.torch) continue;
+      t += fmt::format("  {:<6} {:<5} {:<9} {:>7} {:>14} {:>14} {:>8}\n", run.storage, run.cache,
+                       run.layout, run.workers, FormatCount(run.samples_per_sec),
+                       FormatCount(run.torch_samples_per_sec),
+                       run.model_vs_torch ? fmt::format("{:.2f}x", *run.model_vs_torch) : "-");
     }
   }
   t += "\nrecommendation: " + r.recommendation + "\n";

@@ -14,6 +14,7 @@
 #include "bench/latency_report.h"
 #include "bench/replay_source.h"
 #include "bench/stop.h"
+#include "bench/torch_loader.h"
 #include "src/human.h"
 #include "src/ordered_workers.h"
 #include "src/progress.h"
@@ -82,6 +83,13 @@ Status CheckOptions(const ReplayOptions& o) {
   }
   if (o.on_error != "stop" && o.on_error != "skip") {
     return Status(Code::kInvalidArgument, "--on-error: stop or skip");
+  }
+  if (o.loader != "model" && o.loader != "torch") {
+    return Status(Code::kInvalidArgument, "--loader: model or torch");
+  }
+  if (o.loader == "torch" && o.on_error == "skip") {
+    return Status(Code::kInvalidArgument,
+                  "--on-error skip is the model's: a torch DataLoader stops at a sample's error");
   }
   return Status::Ok();
 }
@@ -299,8 +307,24 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
     o.workers = static_cast<int>(batches);
   }
   res->workers = o.workers;
+  res->loader = o.loader;
+  std::unique_ptr<TorchLoader> torch;
+  if (o.loader == "torch") {
+    DS_ASSIGN_OR_RETURN(torch, TorchLoader::Start(o, path, res->kind, n));
+    res->notes.push_back(fmt::format(
+        "read by a real torch DataLoader ({} worker processes, {}), in a Python subprocess",
+        o.workers,
+        res->kind == "tree" ? "torchvision ImageFolder, raw bytes" : "dspack.torch.MapDataset"));
+  }
   for (int e = 1; e <= o.epochs && !StopRequested(); e++) {
     if (o.cache == "cold") DS_RETURN_IF_ERROR(MakeCold(&o, path, src.get(), res));
+    if (torch) {
+      DS_ASSIGN_OR_RETURN(double residency, src->Residency());
+      DS_ASSIGN_OR_RETURN(EpochResult ep, torch->RunEpoch(e, res->files_per_sample));
+      ep.residency_before = residency;
+      res->epochs.push_back(std::move(ep));
+      continue;
+    }
     DS_ASSIGN_OR_RETURN(EpochResult ep, Epoch(o, *src, n, e, res).Run());
     res->epochs.push_back(std::move(ep));
   }
@@ -355,6 +379,7 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
   }
   return {{"dataset", o.dataset},
           {"layout", r.kind},
+          {"loader", r.loader.empty() ? o.loader : r.loader},
           {"dataset_samples", r.dataset_samples},
           {"dataset_bytes", r.dataset_bytes},
           {"mode", o.mode},
@@ -375,9 +400,10 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
 }
 
 std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
-  std::string t = fmt::format("replay {} ({}: {} samples, {}), mode={}, workers={}, batch={}\n",
-                              o.dataset, r.kind, r.dataset_samples, FormatBytes(r.dataset_bytes),
-                              o.mode, r.workers ? r.workers : o.workers, o.batch);
+  std::string t = fmt::format(
+      "replay {} ({}: {} samples, {}), loader={}, mode={}, workers={}, batch={}\n", o.dataset,
+      r.kind, r.dataset_samples, FormatBytes(r.dataset_bytes),
+      r.loader.empty() ? o.loader : r.loader, o.mode, r.workers ? r.workers : o.workers, o.batch);
   for (const auto& note : r.notes) t += "note: " + note + "\n";
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   for (const auto& e : r.epochs) {
@@ -388,12 +414,20 @@ std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
         "opens/s\n",
         e.epoch, o.cache, e.residency_before * 100, e.samples, FormatDuration(e.seconds),
         FormatCount(e.samples / s), FormatRate(e.bytes / s), FormatCount(e.opens / s));
-    t += fmt::format(
-        "  first batch {}; sample read p50 {} p99 {}; workers {}..{} samples; dsbench CPU "
-        "{:.0f}% of {} cores\n",
-        FormatDuration(e.first_batch_seconds), FormatDuration(e.sample_lat.Percentile(50) / 1e9),
-        FormatDuration(e.sample_lat.Percentile(99) / 1e9), mn, mx, e.cpu_seconds / s * 100 / cores,
-        cores);
+    if (r.loader == "torch") {  // per-sample reads and per-worker counts are not observable
+      t += fmt::format(
+          "  first batch {}; DataLoader CPU (its process and workers) {:.0f}% of {} "
+          "cores, {:.0f} us per sample\n",
+          FormatDuration(e.first_batch_seconds), e.cpu_seconds / s * 100 / cores, cores,
+          e.samples ? e.cpu_seconds / e.samples * 1e6 : 0.0);
+    } else {
+      t += fmt::format(
+          "  first batch {}; sample read p50 {} p99 {}; workers {}..{} samples; dsbench CPU "
+          "{:.0f}% of {} cores\n",
+          FormatDuration(e.first_batch_seconds), FormatDuration(e.sample_lat.Percentile(50) / 1e9),
+          FormatDuration(e.sample_lat.Percentile(99) / 1e9), mn, mx,
+          e.cpu_seconds / s * 100 / cores, cores);
+    }
     if (r.compute_time > 0) {
       t += fmt::format("  accelerator: AU {:.1f}%, data wait p50 {} p99 {}\n", e.au * 100,
                        FormatDuration(e.wait_lat.Percentile(50) / 1e9),

@@ -49,6 +49,9 @@ struct ReplayOptions {
   double samples_per_sec = 0;     // or the required rate directly
   uint64_t max_samples = 0;       // per epoch (0: all)
   std::string on_error = "stop";  // a sample that fails to read or check: stop | skip
+  // model: the C++ threads above; torch: a real torch DataLoader running the same job in a Python
+  // subprocess (bench/torch_loader.h), measured the same way.
+  std::string loader = "model";
   // Read the dataset through the slow file system (bench/slowfs/mount.h): NFS-like round trips.
   std::optional<SlowfsOptions> slowfs;
   // A bar per epoch on stderr (samples done, MB/s, ETA), drawn only when stderr is a terminal.
@@ -79,7 +82,8 @@ struct EpochResult {
 constexpr double kAuBar = 0.9;
 
 struct ReplayResult {
-  std::string kind;  // "tree" or the layout
+  std::string kind;    // "tree" or the layout
+  std::string loader;  // "model" or "torch", as run
   uint64_t dataset_samples = 0;
   uint64_t dataset_bytes = 0;
   double required_samples_per_sec = 0;  // 0: no requirement given

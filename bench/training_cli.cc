@@ -83,6 +83,13 @@ void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
                           "e.g. 1ms (NFS-like)");
   c->add_option("--read-latency", f->read_latency,
                 "Slow file system: round trip per READ request, e.g. 0.2ms (default 0)");
+  c->add_option("--loader", j.loader,
+                compare ? "model (the C++ threads) or torch: each run also by a real torch "
+                          "DataLoader, the model's prediction and the DataLoader's result side by "
+                          "side"
+                        : "model (the C++ threads) or torch (a real torch DataLoader, same job, "
+                          "in a Python subprocess)")
+      ->capture_default_str();
   c->add_option("--output-format", f->format, "normal|json")->capture_default_str();
 }
 
