@@ -19,8 +19,15 @@
 // - copy=False hands each field out as a read-only numpy uint8 array that owns the bytes it
 //   views (the C++ buffer moves into the array's base capsule): it lives as long as the array
 //   does, and no copy is made after the read.
+// - malloc: at import, glibc's malloc is limited to one arena (mallopt M_ARENA_MAX 1) unless
+//   DSPACK_MALLOC_ARENAS is set (to a number: that many; to "default": untouched). Threads that
+//   read samples allocate and free ~100 KB buffers (the C++ read, then the Python bytes) that
+//   other threads free; with per-thread arenas every buffer came back as fresh pages, faulted in
+//   again: 4 threads calling read_batch read 3,500 samples/s where one read 25,000 (measured,
+//   110 KB samples, warm); with one arena, 4 threads read 23,000-26,000 (docs/python.md).
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
+#include <malloc.h>
 #include <pybind11/stl.h>
 #include <unistd.h>
 
@@ -287,6 +294,12 @@ class Reader {
 
 PYBIND11_MODULE(_dspack, m) {
   m.doc() = "dspack's readers (formats/layout.h); use the dspack package, not this module";
+  const char* arenas = std::getenv("DSPACK_MALLOC_ARENAS");
+  std::string a = arenas ? arenas : "1";
+  if (a != "default") {
+    int n = std::atoi(a.c_str());
+    if (n > 0) ::mallopt(M_ARENA_MAX, n);
+  }
   g_dataset_error = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
       "dspack._dspack.DatasetError",
       "A dataset that cannot be read: damaged, unfinished, not a dataset.", PyExc_OSError,
