@@ -90,7 +90,9 @@ def child(spec):
             batches = [order[i:i + BATCH] for i in range(0, len(order), BATCH)]
             c0, t0 = self_cpu(), time.perf_counter()
             with concurrent.futures.ThreadPoolExecutor(WORKERS) as pool:
-                n = sum(len(b) for b in pool.map(lambda b: ds.read_batch(b, BATCH), batches))
+                copy = spec.get("copy", True)
+                n = sum(len(b) for b in pool.map(lambda b: ds.read_batch(b, BATCH, copy),
+                                                 batches))
             seconds, cpu = time.perf_counter() - t0, self_cpu() - c0
         return {"seconds": seconds, "samples": n, "cpu": cpu}
     raise SystemExit(f"unknown child kind {kind}")
@@ -107,11 +109,11 @@ def drop():
         f.write("3")
 
 
-def measure(kind, path, warm):
+def measure(kind, path, warm, **extra):
     if not warm:
         drop()
     out = subprocess.run([sys.executable, __file__, "--child", json.dumps(
-        {"kind": kind, "path": str(path), "warm": warm})], check=True, capture_output=True,
+        dict(kind=kind, path=str(path), warm=warm, **extra))], check=True, capture_output=True,
         text=True, env=dict(os.environ, PYTHONPATH=os.environ["DSPACK_PYTHONPATH"]))
     return json.loads(out.stdout.strip().splitlines()[-1])
 
@@ -157,6 +159,8 @@ def main():
         run("T3 thread", lambda: measure("thread", ds["native"], True))
         run("T3 dataloader", lambda: measure("dl-map", ds["native"], True))
         run("T4 read_batch", lambda: measure("read_batch", ds["native"], True))
+        run("T4 read_batch zero-copy", lambda: measure("read_batch", ds["native"], True,
+                                                       copy=False))
         run("T4 replay", lambda: replay(ds["native"], True))
         for layout, path in list(ds.items()) + [("tree", tree)]:
             run(f"T5 model {layout}", lambda path=path: replay(path, False))
@@ -178,6 +182,7 @@ def main():
         for _ in range(rounds):
             run("T2 map-native", lambda: measure("dl-map", mnt["native"], False))
             run("T2 imagefolder", lambda: measure("dl-imagefolder", mnt["tree"], False))
+            run("T2 thread-native", lambda: measure("thread", mnt["native"], False))
     finally:
         for p in procs:
             p.send_signal(2)
@@ -197,9 +202,11 @@ def main():
            for k in ("T3 thread", "T3 dataloader")}
     print(f"T1 local, cold: MapDataset(native) / ImageFolder       {ratio('T1 map-native', 'T1 imagefolder'):.2f}x  (report)")
     print(f"T2 slowfs 1ms, cold: MapDataset(native) / ImageFolder  {ratio('T2 map-native', 'T2 imagefolder'):.2f}x  (goal >= 10x)")
+    print(f"T2' slowfs 1ms, cold: ThreadLoader(native) / ImageFolder DataLoader  {ratio('T2 thread-native', 'T2 imagefolder'):.2f}x")
     print(f"T3 warm: ThreadLoader / DataLoader samples/s           {ratio('T3 thread', 'T3 dataloader'):.2f}x  (goal >= 1.5x)")
     print(f"T3 warm: CPU per sample, ThreadLoader / DataLoader     {cpu['T3 thread'] / cpu['T3 dataloader']:.2f}x  (goal <= 0.7x)")
     print(f"T4 warm: read_batch / dsbench replay                   {ratio('T4 read_batch', 'T4 replay'):.2f}x  (goal >= 0.5x)")
+    print(f"T4 warm: read_batch(copy=False) / dsbench replay       {ratio('T4 read_batch zero-copy', 'T4 replay'):.2f}x")
     for layout in list(ds) + ["tree"]:
         print(f"T5 cold, {layout:<9}: model (dsbench replay) / real DataLoader  "
               f"{ratio(f'T5 model {layout}', f'T5 torch {layout}'):.2f}x")

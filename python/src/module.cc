@@ -19,8 +19,10 @@
 // - copy=False hands each field out as a read-only numpy uint8 array that owns the bytes it
 //   views (the C++ buffer moves into the array's base capsule): it lives as long as the array
 //   does, and no copy is made after the read.
-// - malloc: at import, glibc's malloc is limited to one arena (mallopt M_ARENA_MAX 1) unless
-//   DSPACK_MALLOC_ARENAS is set (to a number: that many; to "default": untouched). Threads that
+// - malloc: at import, glibc's malloc is limited to one arena (mallopt M_ARENA_MAX 1), keeps up
+//   to 64 MiB of freed memory (M_TRIM_THRESHOLD) and maps only blocks over 16 MiB
+//   (M_MMAP_THRESHOLD), unless DSPACK_MALLOC_ARENAS is set (to a number: that many arenas; to
+//   "default": malloc untouched). Threads that
 //   read samples allocate and free ~100 KB buffers (the C++ read, then the Python bytes) that
 //   other threads free; with per-thread arenas every buffer came back as fresh pages, faulted in
 //   again: 4 threads calling read_batch read 3,500 samples/s where one read 25,000 (measured,
@@ -299,6 +301,11 @@ PYBIND11_MODULE(_dspack, m) {
   if (a != "default") {
     int n = std::atoi(a.c_str());
     if (n > 0) ::mallopt(M_ARENA_MAX, n);
+    // Freed sample buffers stay in the heap for the next batch (up to 64 MiB of free top) instead
+    // of going back to the kernel and being faulted in again; fixed thresholds, so glibc's
+    // dynamic mmap threshold does not move under a changing batch size.
+    ::mallopt(M_TRIM_THRESHOLD, 64 << 20);
+    ::mallopt(M_MMAP_THRESHOLD, 16 << 20);
   }
   g_dataset_error = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
       "dspack._dspack.DatasetError",

@@ -68,3 +68,14 @@ def test_compare_puts_model_and_dataloader_side_by_side(data, tmp_path):
         assert t["replay"]["loader"] == "torch" and t["samples_per_sec"] > 0
         assert t["model_vs_torch"] == pytest.approx(run["samples_per_sec"] / t["samples_per_sec"])
         assert t["replay"]["epochs"][0]["samples"] == 300
+
+
+@pytest.mark.skipif(not os.path.exists("/dev/fuse"), reason="no FUSE: no slow file system")
+def test_replay_torch_through_the_slow_file_system(data):
+    out = replay(data["native"], "--epochs", "1", "--loader", "torch", "--meta-latency", "1ms",
+                 "--max-samples", "100")
+    assert out.returncode == 0, out.stderr
+    r = json.loads(out.stdout)["replay"]
+    assert r["slowfs"]["meta_latency_s"] == pytest.approx(0.001)
+    assert any("slow file system" in n for n in r["notes"])
+    assert r["epochs"][0]["samples"] == 100  # --max-samples reaches the DataLoader too
