@@ -101,8 +101,15 @@ Result<std::unique_ptr<TorchLoader>> TorchLoader::Start(const ReplayOptions& o,
   posix_spawn_file_actions_init(&fa);
   posix_spawn_file_actions_adddup2(&fa, child_in.get(), 0);
   posix_spawn_file_actions_adddup2(&fa, child_out.get(), 1);
-  int rc = ::posix_spawn(&t->pid_, py.c_str(), &fa, nullptr, args.data(), envp.data());
+  // A process group of its own: the DataLoader's workers are in it too, and the destructor ends
+  // them all (a worker orphaned by a failed epoch would otherwise hold dsbench's stderr open).
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attr, 0);
+  int rc = ::posix_spawn(&t->pid_, py.c_str(), &fa, &attr, args.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
   if (rc != 0) {
     t->pid_ = -1;
     return Status(Code::kUnsupported, fmt::format("{}: {}; {}", py, std::strerror(rc), Fix()));
@@ -123,12 +130,13 @@ TorchLoader::~TorchLoader() {
   if (pid_ <= 0) return;
   to_child_.reset();  // end of input: the child returns
   int st = 0;
-  for (int waited = 0; waited < 10000; waited += 10) {
-    if (::waitpid(pid_, &st, WNOHANG) == pid_) return;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  bool exited = false;
+  for (int waited = 0; waited < 10000 && !exited; waited += 10) {
+    exited = ::waitpid(pid_, &st, WNOHANG) == pid_;
+    if (!exited) std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  ::kill(pid_, SIGKILL);
-  ::waitpid(pid_, &st, 0);
+  ::kill(-pid_, SIGKILL);  // the group: the child if it hung, and any worker it left behind
+  if (!exited) ::waitpid(pid_, &st, 0);
 }
 
 Result<std::string> TorchLoader::ReadLine() {

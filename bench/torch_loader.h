@@ -13,7 +13,8 @@
 // Errors: one line naming what Python raised. A corrupt sample (CorruptSampleError) is
 // kCorruption and a damaged or missing dataset kBadInput (exit 1: the data); no Python, no
 // torch or no dspack package is kUnsupported (exit 2: the environment), with the fix. The child
-// is reaped in the destructor (stdin closed first, so it ends by itself; killed after 10 s).
+// runs in a process group of its own with its workers; the destructor closes its stdin (it ends
+// by itself), waits up to 10 s, then kills the whole group, so no worker outlives dsbench.
 #pragma once
 
 #include <sys/types.h>

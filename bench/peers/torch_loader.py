@@ -55,9 +55,9 @@ def child(spec):
                 with open(p, "rb") as f:
                     return f.read()
             ds = torchvision.datasets.ImageFolder(path, loader=raw)
+        # default_collate: the batches, bytes and all, reach this process as a training loop's do
         loader = DataLoader(ds, batch_size=BATCH, shuffle=True, num_workers=WORKERS,
-                            prefetch_factor=PREFETCH, persistent_workers=True,
-                            collate_fn=lambda b: len(b))  # raw bytes: no collation to time
+                            prefetch_factor=PREFETCH, persistent_workers=True)
         epochs = 2 if warm else 1
         for e in range(epochs):
             c0, w0, t0 = self_cpu(), None, time.perf_counter()
@@ -65,7 +65,7 @@ def child(spec):
             pids = [w.pid for w in it._workers]
             if e == 1:
                 w0 = {p: proc_cpu(p) for p in pids}
-            n = sum(it)
+            n = sum(len(b[0]) if isinstance(b, list) else len(b["__key__"]) for b in it)
             seconds = time.perf_counter() - t0
             cpu = self_cpu() - c0 + sum(proc_cpu(p) - (w0[p] if w0 else 0) for p in pids)
         return {"seconds": seconds, "samples": n, "cpu": cpu}

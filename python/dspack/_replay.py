@@ -8,7 +8,8 @@ JOB_JSON: {"path", "kind" ("tree" or a layout), "mode" ("map" or "stream"), "wor
 
 Protocol, one line each way per epoch, so that dsbench can evict the page cache and measure
 residency between epochs: dsbench writes "epoch E"; this process runs the epoch and answers one
-JSON line {"epoch", "seconds", "samples", "bytes", "first_batch_seconds", "waits_ns" (the
+JSON line {"epoch", "seconds", "samples", "bytes" (the payload the batches brought to this
+process: default_collate, as a training loop gets them), "first_batch_seconds", "waits_ns" (the
 consumer's data wait before each batch after the first), "au", "cpu_seconds" (this process and
 its DataLoader workers, reaped at the epoch's end: RUSAGE_CHILDREN)}. End of input ends it; an
 error is one line {"error": message} and exit 1.
@@ -38,15 +39,12 @@ def raw_file(path):
         return f.read()
 
 
-def payload(sample):
-    if isinstance(sample, tuple):  # ImageFolder: (bytes, class)
-        return len(sample[0])
-    return sum(len(v) for k, v in sample.items() if isinstance(v, (bytes, bytearray)))
-
-
 def count(batch):
-    """The loader's collate_fn: (samples, bytes), computed in the worker like a decode would be."""
-    return len(batch), sum(payload(s) for s in batch)
+    """(samples, bytes) of a batch as default_collate made it, in this (the training) process."""
+    if isinstance(batch, list):  # ImageFolder: [list of bytes, tensor of classes]
+        return len(batch[0]), sum(len(b) for b in batch[0])
+    return len(batch["__key__"]), sum(len(v) for k, vs in batch.items() if k != "__key__"
+                                      for v in vs if isinstance(v, (bytes, bytearray)))
 
 
 def make_dataset(job):
@@ -72,8 +70,9 @@ def run_epoch(job, ds, epoch):
     else:
         sampler = SequentialSampler(Subset(ds, range(n)))
     workers = job["workers"]
+    # default_collate: the batches, bytes and all, reach this process as a training loop's do
     loader = DataLoader(ds, batch_size=job["batch"], sampler=sampler, num_workers=workers,
-                        prefetch_factor=job["prefetch"] if workers else 2, collate_fn=count,
+                        prefetch_factor=job["prefetch"] if workers else 2,
                         persistent_workers=False)
     compute = job["compute_time"]
     c0 = cpu_now()
@@ -82,7 +81,8 @@ def run_epoch(job, ds, epoch):
     first_done = t0
     samples = nbytes = 0
     waits, computed = [], 0.0
-    for b, (k, nb) in enumerate(loader):
+    for b, batch in enumerate(loader):
+        k, nb = count(batch)
         now = time.perf_counter()
         if b == 0:
             first = now - t0
