@@ -88,8 +88,10 @@ def test_balanced_sampler_counts_equal_bytes_within_one_percent():
 
 def stream_keys(path, **kw):
     workers = kw.pop("workers", 0)
+    context = kw.pop("context", None)
     ds = dt.StreamDataset(path, **kw)
-    return [s["__key__"] for s in DataLoader(ds, batch_size=None, num_workers=workers)]
+    return [s["__key__"] for s in DataLoader(ds, batch_size=None, num_workers=workers,
+                                             multiprocessing_context=context if workers else None)]
 
 
 def test_stream_dataset_epochs_and_counts(data, tiny):
@@ -97,6 +99,8 @@ def test_stream_dataset_epochs_and_counts(data, tiny):
     for workers in (0, 2):
         got = stream_keys(data["native"], workers=workers, seed=3)
         assert sorted(got) == all_keys
+    spawned = stream_keys(data["native"], workers=2, seed=3, context="spawn")
+    assert spawned == stream_keys(data["native"], workers=2, seed=3)  # same plan, fork or spawn
     # set_epoch: a new order, deterministic
     ds = dt.StreamDataset(data["native"], seed=3)
     e0 = [s["__key__"] for s in ds]
