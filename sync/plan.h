@@ -70,7 +70,6 @@ bool IsMetadataName(std::string_view rel);
 // st_mtim in nanoseconds since the epoch: how dssync compares and records mtimes.
 int64_t MtimeNs(const struct stat& st);
 
-
 struct Subset {
   size_t shards = 0;
   uint64_t bytes = 0;

@@ -122,8 +122,8 @@ Result<Sample> ShardedReader::DecodeExtent(uint64_t i, const SampleExtent& x,
                                            std::string_view bytes) const {
   const Entry& e = entries_[i];
   if (bytes.size() != x.length) {
-    return Status(Code::kCorruption, fmt::format("{}: truncated: {} of {} bytes", Where(e.shard, e.begin),
-                                                 bytes.size(), x.length));
+    return Status(Code::kCorruption, fmt::format("{}: truncated: {} of {} bytes",
+                                                 Where(e.shard, e.begin), bytes.size(), x.length));
   }
   return Decode(e.shard, e.begin, bytes, i);
 }

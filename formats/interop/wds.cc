@@ -27,8 +27,7 @@ uint64_t IndexDataSize(uint64_t count) { return AlignUp(16 * count + kTrailerSiz
 class Writer : public ShardedWriter {
  public:
   Writer(std::string out, const WdsOptions& o, bool created)
-      : ShardedWriter(Format::kWds, std::move(out), o, created, ".tar"),
-        want_dali_(o.dali_index) {}
+      : ShardedWriter(Format::kWds, std::move(out), o, created, ".tar"), want_dali_(o.dali_index) {}
 
  private:
   uint64_t EstimateSize(std::string_view key, std::span<const FieldInfo> fields) const override {

@@ -1,7 +1,6 @@
 #include "formats/sources/source_readers.h"
 
 #include <fcntl.h>
-#include <fmt/format.h>
 #include <sys/stat.h>
 
 #include "formats/sources/dir_source.h"

@@ -28,9 +28,9 @@ def main():
     ap.add_argument("--loader", choices=["dataloader", "thread"], default="dataloader")
     args = ap.parse_args()
 
-    train = dt.MapDataset(args.dataset, transform=dt.decode_image(
-        args.field, label=dt.MapDataset(args.dataset).dataset.label_field,
-        size=(args.size, args.size)))
+    train = dt.MapDataset(args.dataset)
+    train.transform = dt.decode_image(args.field, label=train.dataset.label_field,
+                                      size=(args.size, args.size))
     classes = len(train.dataset.classes)
     sampler = dt.BalancedDistributedSampler(train)  # rank/world: torch.distributed or RANK/WORLD_SIZE
     if args.loader == "dataloader":

@@ -27,9 +27,9 @@
 //   other threads free; with per-thread arenas every buffer came back as fresh pages, faulted in
 //   again: 4 threads calling read_batch read 3,500 samples/s where one read 25,000 (measured,
 //   110 KB samples, warm); with one arena, 4 threads read 23,000-26,000 (docs/python.md).
+#include <malloc.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
-#include <malloc.h>
 #include <pybind11/stl.h>
 #include <unistd.h>
 

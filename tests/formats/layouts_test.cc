@@ -8,11 +8,11 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
-#include "formats/layout.h"
-#include "formats/layout_options.h"
 #include "formats/interop/recordio.h"
 #include "formats/interop/tar.h"
 #include "formats/interop/tfrecord.h"
+#include "formats/layout.h"
+#include "formats/layout_options.h"
 #include "src/endian.h"
 #include "test_util.h"
 

@@ -1,7 +1,7 @@
-// formats/sources/zip.h: zips made by Python's zipfile and Info-ZIP read back byte for byte and grouped as
-// the tree they came from; WriteZip's output read by zipfile, `unzip -t` and our reader; each bad
-// input named (file, member, offset); and every flipped byte or cut of a small zip read without a
-// crash (ASan build: no overreads).
+// formats/sources/zip.h: zips made by Python's zipfile and Info-ZIP read back byte for byte and
+// grouped as the tree they came from; WriteZip's output read by zipfile, `unzip -t` and our reader;
+// each bad input named (file, member, offset); and every flipped byte or cut of a small zip read
+// without a crash (ASan build: no overreads).
 #include "formats/sources/zip.h"
 
 #include <fcntl.h>
