@@ -168,7 +168,14 @@ done
 # One large file, fewer files than threads: its chunks are copied in parallel and resumed.
 mkdir -p kb && cp ks/big.bin kb/
 "$DSSYNC" kb kbd --chunk-size 2MiB --bwlimit 40MB/s --threads 4 -q & pid=$!
-sleep 0.7; kill -9 "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
+# Kill once a chunk is journaled, not after a fixed sleep: under ASan on a slow host the start
+# alone can take longer than any fixed delay.
+for _ in $(seq 600); do
+  grep -qs '^C ' kbd/.dssync-journal && break
+  kill -0 "$pid" 2>/dev/null || break
+  sleep 0.05
+done
+kill -9 "$pid" 2>/dev/null || true; wait "$pid" 2>/dev/null || true
 [ ! -e kbd/big.bin ] || cmp -s kb/big.bin kbd/big.bin || fail "partial big.bin under its final name"
 expect_exit 0 "$DSSYNC" kb kbd --chunk-size 2MiB --threads 4 --json
 [ "$(jget resumed_bytes)" -gt 0 ] || fail "no chunk of big.bin reused: $(cat last.out)"
