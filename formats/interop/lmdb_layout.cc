@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "formats/interop/layout_meta.h"
+#include "formats/interop/lmdb_check.h"
 #include "src/checksum.h"
 #include "src/endian.h"
 #include "src/fd.h"
@@ -304,40 +305,6 @@ class Writer : public LayoutWriter {
   bool done_ = false;
 };
 
-// LMDB maps the file and trusts it: a page past the end of a truncated data.mdb would be a
-// SIGBUS, not an error. So the two meta pages are read first (lmdb.h's MDB_meta: magic at +16,
-// the page size in the free DB's md_pad at +40, the last page number at +136, the transaction
-// id at +144, after the 16-byte page header) and the newest one's last page must be inside the
-// file.
-Status CheckNotTruncated(const std::string& file) {
-  constexpr uint32_t kMdbMagic = 0xBEEFC0DE;
-  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(file, O_RDONLY));
-  DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), file));
-  auto bad = [&](const std::string& why) {
-    return Status(Code::kCorruption,
-                  fmt::format("{}: {}; restore or reconvert the LMDB", file, why));
-  };
-  char m[152];
-  if (size < sizeof(m)) return bad(fmt::format("only {} bytes, not an LMDB", size));
-  DS_RETURN_IF_ERROR(ReadFullAt(fd.get(), m, sizeof(m), 0, file));
-  if (LoadLE32(m + 16) != kMdbMagic) return bad("no LMDB meta page at offset 0 (bad magic)");
-  uint64_t psize = LoadLE32(m + 40);
-  if (psize < 512 || psize > (1u << 16) || (psize & (psize - 1))) {
-    return bad(fmt::format("implausible page size {}", psize));
-  }
-  uint64_t last = LoadLE64(m + 136), txn = LoadLE64(m + 144);
-  if (size >= psize + sizeof(m)) {
-    char m1[152];
-    DS_RETURN_IF_ERROR(ReadFullAt(fd.get(), m1, sizeof(m1), psize, file));
-    if (LoadLE32(m1 + 16) == kMdbMagic && LoadLE64(m1 + 144) > txn) last = LoadLE64(m1 + 136);
-  }
-  if ((last + 1) * psize > size) {
-    return bad(fmt::format("truncated: its last page ends at offset {}, the file at {}",
-                           (last + 1) * psize, size));
-  }
-  return Status::Ok();
-}
-
 // Another process has the environment open when it holds a lock on the lock file's first byte
 // (every LMDB process does, shared, for as long as it has the environment open).
 bool OpenElsewhere(const std::string& lock_path) {
@@ -387,8 +354,10 @@ class Reader : public LayoutReader {
       return meta.status();
     }
     DS_ASSIGN_OR_RETURN(classes_, LoadClasses(dir_));
-    DS_RETURN_IF_ERROR(CheckNotTruncated(file_));
+    // liblmdb trusts the file: its meta pages, then the tree it will follow, are checked first.
+    DS_RETURN_IF_ERROR(CheckLmdbMetas(file_));
     DS_RETURN_IF_ERROR(OpenEnv());
+    DS_RETURN_IF_ERROR(CheckTree());
     return ReadMeta();
   }
 
@@ -446,6 +415,13 @@ class Reader : public LayoutReader {
     MDB_env* env = nullptr;
     int rc = mdb_env_create(&env);
     if (rc == 0) rc = mdb_env_set_maxreaders(env, 1024);
+    // No writer: map exactly the file (checked to hold every page the metas use), not the map
+    // size a meta page claims, which one flipped bit can make unmappable. With a writer, its
+    // map size, as the file may grow.
+    struct stat st;
+    if (rc == 0 && !locked_ && ::stat(file_.c_str(), &st) == 0) {
+      rc = mdb_env_set_mapsize(env, static_cast<size_t>(st.st_size));
+    }
     if (rc == 0)
       rc = mdb_env_open(env, S_ISDIR(Mode(path_)) ? dir_.c_str() : file_.c_str(), flags, 0644);
     if (rc != 0) {
@@ -468,6 +444,22 @@ class Reader : public LayoutReader {
     env_ = env;
     pid_ = ::getpid();
     return Status::Ok();
+  }
+
+  // Walks the tree of the snapshot a read transaction sees, while the transaction pins it (with
+  // the lock table, a writer cannot reuse its pages meanwhile). kNotFound from the walk: a
+  // writer committed twice between the snapshot and the walk's read of the meta pages.
+  Status CheckTree() {
+    for (int attempt = 0;; attempt++) {
+      MDB_txn* txn = nullptr;
+      int rc = mdb_txn_begin(env_, nullptr, MDB_RDONLY, &txn);
+      if (rc != 0) return MdbError(rc, file_);
+      auto tree = CheckLmdbTree(file_, mdb_txn_id(txn));
+      mdb_txn_abort(txn);
+      if (tree.ok() || tree.status().code() != Code::kNotFound || attempt == 4) {
+        return tree.status();
+      }
+    }
   }
 
   static mode_t Mode(const std::string& p) {
@@ -511,6 +503,19 @@ class Reader : public LayoutReader {
               Status(Code::kCorruption, file_ + ": __len__ disagrees with __meta__'s sample count");
         }
       }
+      if (st.ok() && meta_ && samples_ != meta_->samples) {
+        st = Status(Code::kCorruption,
+                    fmt::format("{}: __meta__ counts {} samples, {} says {}; the LMDB is "
+                                "damaged: restore or reconvert it",
+                                file_, samples_, kLayoutMetaName, meta_->samples));
+      }
+    } else if (rc == 0 && meta_) {
+      // Never an empty or foreign-looking dataset where dspack wrote one (a meta page flip can
+      // make liblmdb pick an older snapshot).
+      st = Status(Code::kCorruption,
+                  fmt::format("{}: no __meta__ key, but {} says dspack wrote {} samples here; the "
+                              "LMDB is damaged: restore or reconvert it",
+                              file_, kLayoutMetaName, meta_->samples));
     } else if (rc == 0) {
       layout_ = "foreign";  // every key is a sample with one field, "value"
       MDB_cursor* c = nullptr;

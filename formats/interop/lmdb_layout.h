@@ -7,7 +7,8 @@
 // batch holds kBatchBytes of keys and values or kBatchSamples samples), starting from the map
 // size LayoutOptions::lmdb_map_size (address space only, the file grows as pages are written),
 // doubles the map on MDB_MAP_FULL and retries the batch, and renames at the end.
-// The reader opens MDB_RDONLY|MDB_NOLOCK|MDB_NORDAHEAD (no lock file needed, read-only media
+// The reader checks the file before liblmdb maps it (lmdb_check.h), then opens
+// MDB_RDONLY|MDB_NOLOCK|MDB_NORDAHEAD (no lock file needed, read-only media
 // fine), reopens itself in a forked child, and falls back to LMDB's lock table (a consistent
 // snapshot) when another process has the environment open, e.g. a writer.
 #pragma once

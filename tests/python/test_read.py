@@ -1,10 +1,12 @@
 """dspack.open over every layout, a zip and a tree: byte-exact against `dspack extract`, the
 sample dict's shape, batches, zero copy, and every bad input the package documents."""
 
+import json
 import os
 import pathlib
 import shutil
 import subprocess
+import sys
 import threading
 
 import numpy as np
@@ -153,6 +155,46 @@ def test_a_flipped_byte_names_file_offset_and_key(data, tmp_path):
         ds.read_batch(range(40, 50))
     assert any(key in p for p in ds.verify())
     assert type(e.value)(msg).args == (msg,)  # rebuilt from one string, as torch re-raises it
+
+
+_LMDB_MUTANTS = r"""
+import json, shutil, sys
+import dspack
+good, work = sys.argv[1], sys.argv[2]
+mutants = [(8209, "=", 0xff), (8218, "=", 0xff)]
+mutants += [(off, "^", bit) for off in (144, 148, 4136) for bit in (0x01, 0x80)]
+mutants += [(off, "=", 0xff) for off in range(8192, 16384, 64)]
+for off, op, v in mutants:
+    shutil.rmtree(work, ignore_errors=True)
+    shutil.copytree(good, work)
+    with open(work + "/data.mdb", "r+b") as f:
+        f.seek(off)
+        b = f.read(1)[0]
+        f.seek(off)
+        f.write(bytes([b ^ v if op == "^" else v]))
+    try:
+        with dspack.open(work) as ds:
+            ds.read_batch(range(len(ds)))
+            outcome = {"samples": len(ds), "problems": len(ds.verify())}
+    except dspack.DatasetError as e:
+        outcome = {"error": str(e)}
+    print(json.dumps({"offset": off, **outcome}), flush=True)
+"""
+
+
+def test_a_damaged_lmdb_never_crashes_the_reader(tmp_path, dspack_bin):
+    """The LMDB offsets that crashed every reader (issue 15 #3), meta-page flips, and 0xff at 128
+    offsets on pages 2-3, read in one child process: a signal there fails the test."""
+    run(dspack_bin, "synth", "tiny-files", tmp_path / "d", "--samples", "6", "--seed", "1", "-q")
+    run(dspack_bin, "convert", tmp_path / "d", tmp_path / "good", "--format", "lmdb", "-q")
+    p = subprocess.run([sys.executable, "-c", _LMDB_MUTANTS, str(tmp_path / "good"),
+                        str(tmp_path / "bad")], capture_output=True, text=True, timeout=600)
+    assert p.returncode == 0, f"the reader died ({p.returncode}): {p.stdout[-300:]}{p.stderr}"
+    results = [json.loads(line) for line in p.stdout.splitlines()]
+    assert len(results) == 2 + 6 + 128
+    for r in results[:8]:
+        assert "data.mdb" in r.get("error", ""), r
+    assert all("error" in r or r["problems"] > 0 for r in results[8:])
 
 
 def test_a_dataset_deleted_or_replaced_under_a_reader(data, tmp_path, dspack_bin):

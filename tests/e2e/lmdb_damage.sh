@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# LMDB on damaged bytes through the real binaries (issue 15 #3; docs/formats/lmdb.md "Bad
+# input"): the two offsets that crashed every reader (8209: SIGBUS, 8218: SIGSEGV), the meta-page
+# flips that made the dataset look empty with exit 0, and a byte set to 0xff at 128 offsets on
+# pages 2-3. Every command exits 1 with one line naming data.mdb, never with a signal, and never
+# answers 0 samples. tests/formats/lmdb_damage_test.cc runs a 500-mutant corpus in process;
+# tests/python/test_read.py the same offsets through the Python reader.
+source "$(dirname "$0")/lib.sh"
+"$DSPACK" synth tiny-files d --samples 6 --seed 1 -q
+"$DSPACK" convert d good --format lmdb -q
+
+# mutate OFFSET XOR|=VALUE: a copy of good in bad with one byte changed.
+mutate() {
+  rm -rf bad && cp -a good bad
+  /usr/bin/python3 - "$1" "$2" <<'PY'
+import sys
+off, op = int(sys.argv[1]), sys.argv[2]
+with open("bad/data.mdb", "r+b") as f:
+    f.seek(off); b = f.read(1)[0]
+    v = b ^ int(op[1:], 16) if op[0] == "^" else int(op[1:], 16)
+    f.seek(off); f.write(bytes([v]))
+PY
+}
+
+# every_reader DESC: each reading command on bad exits 1 with one line naming data.mdb.
+every_reader() {
+  local cmd
+  for cmd in "verify bad" "ls bad" "info bad" "extract bad x" "cat bad 0"; do
+    rm -rf x
+    # shellcheck disable=SC2086
+    expect_exit 1 "$DSPACK" $cmd
+    # verify lists its problems on stdout and counts them on stderr
+    cat last.out last.err | grep -q "data.mdb" || { cat last.out last.err; fail "$1: $cmd: data.mdb not named"; }
+    [ "$(wc -l < last.err)" = 1 ] || { cat last.err; fail "$1: $cmd: not one error line"; }
+  done
+  expect_exit 1 "$DSBENCH" replay bad --epochs 1 --workers 2 --batch 4
+  expect_err "data.mdb"
+}
+
+for off in 8209 8218; do
+  mutate "$off" =ff
+  every_reader "0xff at $off"
+  grep -q "page 2 (offset 8192)" last.err || { cat last.err; fail "$off: the page is not named"; }
+done
+pass "0xff at 8209 (was SIGBUS) and 8218 (was SIGSEGV): verify, ls, info, extract, cat, replay exit 1 naming data.mdb page 2"
+
+for off in 144 148 4136; do
+  for x in 01 80; do
+    mutate "$off" "^$x"
+    every_reader "bit 0x$x flipped at $off"
+  done
+done
+pass "a flipped meta-page bit (offsets 144, 148, 4136) is exit 1 naming data.mdb, never 0 samples with exit 0"
+
+signals=0
+for off in $(seq 8192 64 16383); do
+  mutate "$off" =ff
+  for cmd in verify ls; do
+    set +e; "$DSPACK" $cmd bad > /dev/null 2> scan.err; rc=$?; set -e
+    if [ "$rc" -gt 2 ]; then signals=$((signals + 1)); echo "offset $off: $cmd exit $rc" >&2; fi
+    [ "$cmd" = ls ] || [ "$rc" = 0 ] || grep -q "data.mdb\|problems found" scan.err \
+      || { cat scan.err; fail "offset $off: $cmd: the error names nothing"; }
+  done
+done
+[ "$signals" = 0 ] || fail "$signals crashes in the 128-offset scan of pages 2-3"
+pass "0xff at 128 offsets on pages 2-3: verify and ls never crash"
