@@ -98,6 +98,10 @@ bool IsAnyLayoutFile(std::string_view name) {
 
 Status CheckNotDamagedDataset(const std::string& dir) {
   if (Exists(dir + "/" + native::kManifestName)) return Status::Ok();
+  // An interop dataset's per-sample CRCs without its commit point: LayoutMeta::Load names it.
+  if (Exists(dir + "/" + kSampleCrcName) && !Exists(dir + "/" + kLayoutMetaName)) {
+    return LayoutMeta::Load(dir).status();
+  }
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return Status::Ok();  // not a directory: nothing to say here
   std::string found;
@@ -165,6 +169,7 @@ Result<std::unique_ptr<LayoutReader>> OpenLayout(const std::string& path) {
   if (!f) {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, path, Code::kBadInput);
+    DS_RETURN_IF_ERROR(CheckNotDamagedDataset(path));
     return Status(Code::kBadInput,
                   fmt::format("{}: not a dataset dspack reads (native, lmdb, wds, tfrecord or "
                               "recordio); convert it to one first",

@@ -7,6 +7,7 @@
 
 #include <filesystem>
 
+#include "formats/interop/sample_crc.h"
 #include "formats/out_dir.h"
 #include "src/checksum.h"
 #include "src/fd.h"
@@ -32,6 +33,12 @@ std::string LayoutMeta::ToJson() const {
                            {"first_sample", s.first_sample},
                            {"xxh3", HexU64(s.xxh3)}});
   }
+  if (!files.empty()) {
+    j["files"] = json::array();
+    for (const auto& f : files) {
+      j["files"].push_back({{"name", f.name}, {"bytes", f.size}, {"xxh3", HexU64(f.xxh3)}});
+    }
+  }
   j["skipped"] = skipped;
   j["creation_options"] = creation_options;
   for (auto it = extra.begin(); it != extra.end(); ++it) j[it.key()] = it.value();
@@ -42,8 +49,15 @@ Result<LayoutMeta> LayoutMeta::Load(const std::string& dir) {
   std::string path = dir + "/" + kLayoutMetaName;
   auto text = ReadWholeFile(path);
   if (!text.ok()) {
-    if (text.status().err() == ENOENT) return Status(Code::kNotFound, path + ": not found");
-    return text.status();
+    if (text.status().err() != ENOENT) return text.status();
+    if (::access((dir + "/" + kSampleCrcName).c_str(), F_OK) == 0) {
+      return Status(Code::kCorruption,
+                    fmt::format("{}: missing, but {} is here: dspack wrote this dataset and its "
+                                "commit point was deleted, or the convert was killed before "
+                                "it; restore it or reconvert",
+                                path, kSampleCrcName));
+    }
+    return Status(Code::kNotFound, path + ": not found");
   }
   auto bad = [&](const std::string& why) {
     return Status(Code::kCorruption, fmt::format("{}: {}; the dataset metadata is damaged, "
@@ -74,6 +88,16 @@ Result<LayoutMeta> LayoutMeta::Load(const std::string& dir) {
       fm.xxh3 = std::stoull(s.at("xxh3").get<std::string>(), nullptr, 16);
       m.shards.push_back(std::move(fm));
     }
+    for (const auto& s : j.value("files", json::array())) {
+      native::FileMeta fm;
+      fm.name = s.at("name").get<std::string>();
+      if (fm.name.empty() || fm.name.find('/') != std::string::npos || fm.name[0] == '.') {
+        return bad("file name '" + EscapeBytes(fm.name) + "' is not a plain file name");
+      }
+      fm.size = s.at("bytes").get<uint64_t>();
+      fm.xxh3 = std::stoull(s.at("xxh3").get<std::string>(), nullptr, 16);
+      m.files.push_back(std::move(fm));
+    }
     m.skipped = j.value("skipped", json::array());
     m.creation_options = j.value("creation_options", json::object());
     if (j.contains("lmdb_layout")) m.extra["lmdb_layout"] = j["lmdb_layout"];
@@ -85,7 +109,8 @@ Result<LayoutMeta> LayoutMeta::Load(const std::string& dir) {
 
 bool IsInteropFile(std::string_view name) {
   return MatchesLayoutFile(
-      name, {kLayoutMetaName, "classes.txt", "data.mdb", "lock.mdb", "data.mdb-lock"},
+      name,
+      {kLayoutMetaName, kSampleCrcName, "classes.txt", "data.mdb", "lock.mdb", "data.mdb-lock"},
       {".tar", ".tfrecord", ".rec", ".idx", ".lst"});
 }
 
@@ -108,6 +133,33 @@ Result<std::optional<DatasetFiles>> ListInteropFiles(const std::string& dir) {
   return std::optional<DatasetFiles>(std::move(files));
 }
 
+void ListMetaFile(LayoutMeta* meta, const std::string& name, std::string_view content) {
+  native::FileMeta f;
+  f.name = name;
+  f.size = content.size();
+  f.xxh3 = Xxh3_64(content);
+  meta->files.push_back(std::move(f));
+}
+
+void VerifyMetaFiles(const std::string& dir, const LayoutMeta& meta,
+                     std::vector<std::string>* problems) {
+  for (const auto& f : meta.files) {
+    std::string path = dir + "/" + f.name;
+    auto text = ReadWholeFile(path);
+    if (!text.ok()) {
+      problems->push_back(text.status().err() == ENOENT
+                              ? fmt::format("{}: missing ({} lists it); restore it or reconvert",
+                                            path, kLayoutMetaName)
+                              : text.status().message());
+    } else if (text->size() != f.size || Xxh3_64(*text) != f.xxh3) {
+      problems->push_back(fmt::format(
+          "{}: {} bytes, XXH3 {}; {} says {} bytes, {}: the file "
+          "changed after it was written",
+          path, text->size(), HexU64(Xxh3_64(*text)), kLayoutMetaName, f.size, HexU64(f.xxh3)));
+    }
+  }
+}
+
 Result<std::vector<std::string>> LoadClasses(const std::string& dir) {
   auto text = ReadWholeFile(dir + "/classes.txt");
   if (!text.ok()) {
@@ -125,10 +177,24 @@ Result<std::vector<std::string>> LoadClasses(const std::string& dir) {
   return names;
 }
 
-Status WriteClasses(const std::string& dir, const std::vector<std::string>& names) {
-  std::string text;
-  for (const auto& n : names) text += n + "\n";
-  return WriteFileAtomic(dir + "/classes.txt", text);
+Status CommitLayoutMeta(const std::string& dir, const std::vector<std::string>& classes,
+                        const std::vector<uint32_t>& crcs, LayoutMeta* meta,
+                        std::vector<std::string>* created) {
+  auto write = [&](const std::string& name, const std::string& content) -> Status {
+    std::string path = dir + "/" + name;
+    DS_RETURN_IF_ERROR(WriteFileAtomic(path, content));
+    created->push_back(path);
+    if (name != kLayoutMetaName) ListMetaFile(meta, name, content);
+    return Status::Ok();
+  };
+  if (!classes.empty()) {
+    std::string text;
+    for (const auto& n : classes) text += n + "\n";
+    DS_RETURN_IF_ERROR(write("classes.txt", text));
+  }
+  DS_RETURN_IF_ERROR(write(kSampleCrcName, EncodeSampleCrcs(crcs)));
+  DS_RETURN_IF_ERROR(write(kLayoutMetaName, meta->ToJson()));
+  return FsyncDir(dir);
 }
 
 }  // namespace ds

@@ -18,6 +18,8 @@
 namespace ds {
 
 inline constexpr const char* kLayoutMetaName = "dspack.json";
+// The per-sample CRC table (formats/interop/sample_crc.h), listed in dspack.json's files.
+inline constexpr const char* kSampleCrcName = "dspack.crc";
 
 struct LayoutMeta {
   Format format = Format::kWds;
@@ -26,12 +28,17 @@ struct LayoutMeta {
   uint64_t payload_bytes = 0;
   std::string label_field;
   std::vector<native::FileMeta> shards;  // name, size, samples, first_sample, xxh3
+  // Every other file of the dataset (shard sidecars, classes.txt, dspack.crc): name, size,
+  // xxh3. Empty in datasets of dspack before the per-sample checksums.
+  std::vector<native::FileMeta> files;
   nlohmann::json skipped = nlohmann::json::array();
   nlohmann::json creation_options = nlohmann::json::object();
   nlohmann::json extra = nlohmann::json::object();  // format-specific ("lmdb_layout", ...)
 
   std::string ToJson() const;
-  // Loads DIR/dspack.json; kNotFound when absent, kCorruption when unreadable.
+  // Loads DIR/dspack.json; kNotFound when absent, kCorruption when unreadable, or absent while
+  // DIR/dspack.crc, which only dspack writes, is present (a deleted commit point, or a convert
+  // killed before it: never read as foreign data).
   static Result<LayoutMeta> Load(const std::string& dir);
 };
 
@@ -47,9 +54,18 @@ Result<OutDirState> PrepareInteropDir(const std::string& out, Format format,
 // The files DIR/dspack.json lists (ListDatasetFiles for the interop layouts); nullopt without it.
 Result<std::optional<DatasetFiles>> ListInteropFiles(const std::string& dir);
 
+// Lists DIR/NAME (written by this writer) in meta->files with its size and XXH3.
+void ListMetaFile(LayoutMeta* meta, const std::string& name, std::string_view content);
+// Checks every file meta.files lists against DIR: one problem per missing or changed file.
+void VerifyMetaFiles(const std::string& dir, const LayoutMeta& meta,
+                     std::vector<std::string>* problems);
 // Reads DIR/classes.txt (one name per line); empty when absent.
 Result<std::vector<std::string>> LoadClasses(const std::string& dir);
-// Writes DIR/classes.txt atomically.
-Status WriteClasses(const std::string& dir, const std::vector<std::string>& names);
+// The end of an interop writer's Finish: DIR/classes.txt (when labelled) and DIR/dspack.crc
+// (the per-sample CRCs), each listed in meta->files, then dspack.json (the commit point), then an
+// fsync of DIR. Each file written is appended to *created (for Abandon).
+Status CommitLayoutMeta(const std::string& dir, const std::vector<std::string>& classes,
+                        const std::vector<uint32_t>& crcs, LayoutMeta* meta,
+                        std::vector<std::string>* created);
 
 }  // namespace ds

@@ -14,6 +14,7 @@
 
 #include "formats/interop/layout_meta.h"
 #include "formats/interop/lmdb_check.h"
+#include "formats/interop/sample_crc.h"
 #include "src/checksum.h"
 #include "src/endian.h"
 #include "src/fd.h"
@@ -128,6 +129,7 @@ class Writer : public LayoutWriter {
     DS_RETURN_IF_ERROR(status_);
     std::string prefix = SampleKey(samples_);
     uint64_t payload = sample_.payload_bytes();
+    uint32_t crc = SampleCrc(sample_);
     if (field_layout_) {
       std::vector<std::pair<std::string, std::string>> kv;
       kv.emplace_back(prefix + ".__key__", std::move(sample_.key));
@@ -154,6 +156,7 @@ class Writer : public LayoutWriter {
       for (const auto& f : sample_.fields) v += f.data;
       Put(std::move(prefix), std::move(v));
     }
+    crcs_.push_back(crc);
     samples_++;
     batch_samples_++;
     payload_ += payload;
@@ -201,14 +204,7 @@ class Writer : public LayoutWriter {
     meta_.samples = samples_;
     meta_.payload_bytes = payload_;
     meta_.extra["lmdb_layout"] = field_layout_ ? "field" : "sample";
-    if (!classes_.empty()) {
-      DS_RETURN_IF_ERROR(Fail(WriteClasses(out_, classes_)));
-      created_.push_back(out_ + "/classes.txt");
-    }
-    std::string meta_path = out_ + "/" + kLayoutMetaName;
-    DS_RETURN_IF_ERROR(Fail(WriteFileAtomic(meta_path, meta_.ToJson())));
-    created_.push_back(meta_path);
-    DS_RETURN_IF_ERROR(Fail(FsyncDir(out_)));
+    DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(out_, classes_, crcs_, &meta_, &created_)));
     done_ = true;
     if (summary) *summary = {samples_, 1, payload_, fm.size};
     return Status::Ok();
@@ -300,6 +296,7 @@ class Writer : public LayoutWriter {
   uint64_t samples_ = 0, payload_ = 0;
   LayoutMeta meta_;
   std::vector<std::string> classes_;
+  std::vector<uint32_t> crcs_;  // per sample, for dspack.crc
   std::vector<std::string> created_;
   Status status_;
   bool done_ = false;
@@ -353,6 +350,9 @@ class Reader : public LayoutReader {
     } else if (!meta.ok() && meta.status().code() != Code::kNotFound) {
       return meta.status();
     }
+    if (meta_) {
+      DS_ASSIGN_OR_RETURN(crcs_, SampleCrcTable::Load(dir_, *meta_));
+    }
     DS_ASSIGN_OR_RETURN(classes_, LoadClasses(dir_));
     // liblmdb trusts the file: its meta pages, then the tree it will follow, are checked first.
     DS_RETURN_IF_ERROR(CheckLmdbMetas(file_));
@@ -368,7 +368,7 @@ class Reader : public LayoutReader {
     MDB_txn* txn = nullptr;
     int rc = mdb_txn_begin(env, nullptr, MDB_RDONLY, &txn);
     if (rc != 0) return MdbError(rc, file_);
-    auto r = GetIn(txn, i);
+    auto r = GetChecked(txn, i);
     mdb_txn_abort(txn);
     return r;
   }
@@ -384,7 +384,8 @@ class Reader : public LayoutReader {
             {"snapshot", locked_ ? "LMDB lock table (another process has it open)"
                                  : "MDB_NOLOCK (no other process has it open)"},
             {"labels", label_field_.empty() ? json(nullptr) : json(classes_.size())},
-            {"metadata", meta_ ? kLayoutMetaName : "none (foreign LMDB)"}};
+            {"metadata", meta_ ? kLayoutMetaName : "none (foreign LMDB)"},
+            {"reads", ReadsCheckedText(crcs_.has_value())}};
   }
 
   Status Verify(LayoutVerifyReport* r, const LayoutProgress& progress) const override {
@@ -403,6 +404,7 @@ class Reader : public LayoutReader {
             file_, size, HexU64(hash), meta_->shards[0].size, HexU64(meta_->shards[0].xxh3)));
       }
     }
+    if (meta_) VerifyMetaFiles(dir_, *meta_, &r->problems);
     return LayoutReader::Verify(r, progress);
   }
 
@@ -534,6 +536,18 @@ class Reader : public LayoutReader {
     return st;
   }
 
+  // GetIn, then the sample's CRC against dspack.crc.
+  Result<Sample> GetChecked(MDB_txn* txn, uint64_t i) const {
+    auto s = GetIn(txn, i);
+    if (s.ok() && crcs_) {
+      DS_RETURN_IF_ERROR(
+          crcs_->Check(i, *s,
+                       fmt::format("{} (LMDB key {})", file_,
+                                   layout_ == "field" ? SampleKey(i) + ".*" : SampleKey(i))));
+    }
+    return s;
+  }
+
   Result<Sample> GetIn(MDB_txn* txn, uint64_t i) const {
     auto bad = [&](const std::string& why) {
       return Status(Code::kCorruption, fmt::format("{}: sample {}: {}", file_, i, why));
@@ -607,7 +621,8 @@ class Reader : public LayoutReader {
   std::optional<LayoutMeta> meta_;
   uint64_t samples_ = 0;
   std::string layout_ = "field";
-  std::vector<std::string> keys_;  // foreign LMDB: every key, in order
+  std::vector<std::string> keys_;       // foreign LMDB: every key, in order
+  std::optional<SampleCrcTable> crcs_;  // dspack.crc when dspack.json lists it
   mutable std::mutex env_mu_;
   mutable MDB_env* env_ = nullptr;
   mutable pid_t pid_ = 0;

@@ -31,6 +31,7 @@ Status ShardedReader::OpenShards(const std::string& path, std::string_view ext) 
     if (meta.ok()) {
       meta_ = std::move(meta).value();
       label_field_ = meta_->label_field;
+      DS_ASSIGN_OR_RETURN(crcs_, SampleCrcTable::Load(path, *meta_));
       for (const auto& s : meta_->shards) names.push_back(s.name);
     } else if (meta.status().code() != Code::kNotFound) {
       return meta.status();
@@ -92,7 +93,14 @@ Result<Sample> ShardedReader::Get(uint64_t i) const {
   std::string buf(e.end - e.begin, '\0');
   DS_RETURN_IF_ERROR(
       ReadFullAt(shards_[e.shard].fd.get(), buf.data(), buf.size(), e.begin, ShardPath(e.shard)));
-  return Decode(e.shard, e.begin, buf, i);
+  return DecodeChecked(i, buf);
+}
+
+Result<Sample> ShardedReader::DecodeChecked(uint64_t i, std::string_view bytes) const {
+  const Entry& e = entries_[i];
+  auto s = Decode(e.shard, e.begin, bytes, i);
+  if (s.ok() && crcs_) DS_RETURN_IF_ERROR(crcs_->Check(i, *s, Where(e.shard, e.begin)));
+  return s;
 }
 
 Result<std::vector<uint64_t>> ShardedReader::SampleSizes() const {
@@ -125,7 +133,7 @@ Result<Sample> ShardedReader::DecodeExtent(uint64_t i, const SampleExtent& x,
     return Status(Code::kCorruption, fmt::format("{}: truncated: {} of {} bytes",
                                                  Where(e.shard, e.begin), bytes.size(), x.length));
   }
-  return Decode(e.shard, e.begin, bytes, i);
+  return DecodeChecked(i, bytes);
 }
 
 Result<SampleLocation> ShardedReader::Locate(uint64_t i) const {
@@ -145,6 +153,7 @@ json ShardedReader::Info() const {
   if (meta_) j["payload_bytes"] = meta_->payload_bytes;
   j["labels"] = label_field_.empty() ? json(nullptr) : json(classes_.size());
   if (meta_) j["skipped"] = meta_->skipped.size();
+  j["reads"] = ReadsCheckedText(crcs_.has_value());
   AddInfo(&j);
   return j;
 }
@@ -173,6 +182,7 @@ Status ShardedReader::Verify(LayoutVerifyReport* r, const LayoutProgress& progre
                       ShardPath(s), HexU64(h.Digest()), HexU64(*shards_[s].xxh3)));
     }
   }
+  if (meta_) VerifyMetaFiles(dir_, *meta_, &r->problems);
   for (uint64_t i = 0; i < size(); i++) {
     auto sample = Get(i);
     if (!sample.ok()) {

@@ -4,16 +4,19 @@
 // or, for foreign data, from the files with the layout's extension in the directory (sorted by
 // name), or from the single file given. The format's Open fills entries_ (one per sample: shard
 // and byte range) from its index or by scanning; Get reads the range with one pread and hands it
-// to Decode. Verify checks each shard's size and hash against dspack.json, decodes every sample,
-// and reports each problem as one line naming file, offset and key.
+// to Decode, then checks the sample's CRC32C against dspack.crc when dspack.json lists it (every
+// read, of every sample). Verify checks each shard's size and hash and every other listed file
+// against dspack.json, decodes every sample, and reports each problem as one line naming file,
+// offset and key.
 #pragma once
 
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "formats/layout.h"
 #include "formats/interop/layout_meta.h"
+#include "formats/interop/sample_crc.h"
+#include "formats/layout.h"
 #include "src/fd.h"
 
 namespace ds {
@@ -68,6 +71,11 @@ class ShardedReader : public LayoutReader {
   std::vector<Shard> shards_;
   std::vector<Entry> entries_;
   std::optional<LayoutMeta> meta_;
+  std::optional<SampleCrcTable> crcs_;  // dspack.crc when dspack.json lists it
+
+ private:
+  // Decode, then the sample's CRC against dspack.crc.
+  Result<Sample> DecodeChecked(uint64_t i, std::string_view bytes) const;
 };
 
 // Creates an R and runs its Load(path).

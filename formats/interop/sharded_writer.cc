@@ -82,6 +82,7 @@ Status ShardedWriter::CloseShard() {
     std::string path = out_ + "/" + stem + suffix;
     DS_RETURN_IF_ERROR(WriteFileAtomic(path, content));
     created_.push_back(path);
+    ListMetaFile(&meta_, stem + suffix, content);
     bytes_written_ += content.size();
   }
   bytes_written_ += m.size;
@@ -105,6 +106,7 @@ Status ShardedWriter::BeginSample(std::string_view key, std::span<const FieldInf
   field_ = 0;
   field_left_ = field_sizes_.empty() ? 0 : field_sizes_[0];
   in_sample_ = true;
+  crc_.Begin(key, fields);
   Status s = SampleBegin(key, fields);
   if (!s.ok()) {
     // A refused sample (bad shape for this layout) is a bad input, not an output failure.
@@ -126,6 +128,7 @@ Status ShardedWriter::AppendData(std::string_view chunk) {
     }
     size_t n = static_cast<size_t>(std::min<uint64_t>(field_left_, chunk.size()));
     DS_RETURN_IF_ERROR(Fail(FieldData(field_, chunk.substr(0, n))));
+    crc_.Append(chunk.substr(0, n));
     field_left_ -= n;
     chunk.remove_prefix(n);
   }
@@ -149,6 +152,7 @@ Status ShardedWriter::EndSample() {
   }
   DS_RETURN_IF_ERROR(Fail(end));
   in_sample_ = false;
+  crcs_.push_back(crc_.End());
   samples_++;
   shard_samples_++;
   payload_bytes_ += total;
@@ -184,16 +188,9 @@ Status ShardedWriter::Finish(LayoutSummary* summary) {
       DS_RETURN_IF_ERROR(Fail(CloseShard()));
     }
   }
-  if (!classes_.empty()) {
-    DS_RETURN_IF_ERROR(Fail(WriteClasses(out_, classes_)));
-    created_.push_back(out_ + "/classes.txt");
-  }
   meta_.samples = samples_;
   meta_.payload_bytes = payload_bytes_;
-  std::string meta_path = out_ + "/" + kLayoutMetaName;
-  DS_RETURN_IF_ERROR(Fail(WriteFileAtomic(meta_path, meta_.ToJson())));
-  created_.push_back(meta_path);
-  DS_RETURN_IF_ERROR(Fail(FsyncDir(out_)));
+  DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(out_, classes_, crcs_, &meta_, &created_)));
   done_ = true;
   if (summary) {
     summary->samples = samples_;

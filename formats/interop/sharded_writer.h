@@ -3,9 +3,10 @@
 // It owns OUT and the shard files `shard-NNNNNN.<ext>`: opens a shard lazily, rolls to a new one
 // when the next sample would push the current one past shard_size (a sample never spans shards),
 // writes each shard as `<name>.tmp` and renames it once closed and fsync'd, writes each shard's
-// sidecars (index files) atomically after it, and finally classes.txt and dspack.json (the commit
-// point, formats/interop/layout_meta.h). It hashes every byte written (XXH3-64 per shard, for the
-// metadata), splits the streamed payload into per-field chunks for the format's hooks, and
+// sidecars (index files) atomically after it, and finally classes.txt, dspack.crc (per-sample
+// CRC32C, formats/interop/sample_crc.h) and dspack.json (the commit point, listing every file
+// with its XXH3; formats/interop/layout_meta.h). It hashes every byte written (XXH3-64 per shard,
+// for the metadata), splits the streamed payload into per-field chunks for the format's hooks, and
 // rolls a cancelled sample back (truncate + hash state restore). Abandon() removes every file it
 // created.
 //
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include "formats/interop/layout_meta.h"
+#include "formats/interop/sample_crc.h"
 #include "formats/layout.h"
 #include "src/checksum.h"
 #include "src/file_writer.h"
@@ -98,6 +100,8 @@ class ShardedWriter : public LayoutWriter {
   size_t field_ = 0;
   uint64_t field_left_ = 0;
   bool in_sample_ = false;
+  SampleCrcBuilder crc_;        // of the sample in progress
+  std::vector<uint32_t> crcs_;  // per sample, for dspack.crc
   uint64_t samples_ = 0;
   uint64_t payload_bytes_ = 0;
   uint64_t bytes_written_ = 0;

@@ -156,7 +156,7 @@ for pair in tfrecord:tfrecord recordio:rec; do
   rm -rf bad && cp -a "s.$f" bad
   s=$(last_shard bad "$ext"); truncate -s -3 "$s"
   bad_source bad "$f: last record truncated by 3 bytes" "$(basename "$s")"
-  rm bad/dspack.json  # foreign data: no size to compare with, so the framing itself must catch it
+  rm bad/dspack.json bad/dspack.crc  # foreign data: no size to compare with, so the framing itself must catch it
   bad_source bad "$f: the same shard read as foreign data (no dspack.json)" "$(basename "$s").*offset [0-9]+"
 done
 rm -rf bad && cp -a s.wds bad

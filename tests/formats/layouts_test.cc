@@ -222,6 +222,7 @@ TEST_CASE("a truncated last record is reported with file and offset in every lay
     if (c.f == Format::kLmdb) continue;
     // Foreign data (no dspack.json, no index): the scan names the offset of the cut record.
     std::filesystem::remove(out + "/dspack.json");
+    std::filesystem::remove(out + "/dspack.crc");
     for (const auto& e : std::filesystem::directory_iterator(out)) {
       if (e.path().extension() == ".idx") std::filesystem::remove(e.path());
     }
@@ -241,6 +242,7 @@ TEST_CASE("tfrecord: a flipped data byte fails the data CRC, naming the record",
   bytes[bytes.size() - 40] ^= 0x01;  // inside the last record's data
   test::WriteFile(shard, bytes);
   std::filesystem::remove(out + "/dspack.json");  // the whole-file hash would also catch it
+  std::filesystem::remove(out + "/dspack.crc");
   auto p = Problems(out);
   REQUIRE(p.size() == 1);
   CHECK_THAT(p[0], Catch::Contains("data CRC mismatch"));
@@ -402,7 +404,8 @@ TEST_CASE("flipping any byte of a wds, tfrecord or recordio shard never crashes 
                         Case{Format::kRecordio, ".rec"}}) {
     INFO(FormatName(c.f));
     std::string out = Write(dir / std::string(FormatName(c.f)), c.f, samples, 1 << 30);
-    std::filesystem::remove(out + "/dspack.json");  // exercise the parsers, not the file hash
+    std::filesystem::remove(out + "/dspack.json");
+    std::filesystem::remove(out + "/dspack.crc");  // exercise the parsers, not the file hash
     std::string shard = FirstShard(out, c.ext);
     const std::string good = test::ReadFile(shard);
     size_t flagged = 0, flipped = 0;

@@ -110,6 +110,7 @@ TEST_CASE("lmdb: 500 single-byte mutants never crash a reader, even without dspa
   // Without dspack.json the reader has no file hash: every byte reaches the tree walk and
   // liblmdb (the dataset reads as a foreign LMDB).
   std::filesystem::remove(out + "/dspack.json");
+  std::filesystem::remove(out + "/dspack.crc");
   std::mt19937_64 rng(0);
   int walk_errors = 0;
   for (int m = 0; m < 500; m++) {
