@@ -17,6 +17,7 @@
 #include "formats/sample.h"
 #include "formats/sources/zip.h"
 #include "src/checksum.h"
+#include "src/fd.h"
 #include "src/human.h"
 
 namespace ds {
@@ -71,6 +72,26 @@ std::optional<std::string> EntryName(archive_entry* e) {
   return std::nullopt;
 }
 
+// True when a plain (uncompressed) tar failed past the data of its last entry, and the file
+// holds only zeros from there: only its end-of-archive blocks or record padding were cut, and
+// every entry was read with its header checksum verified. A compressed stream cut anywhere is
+// never this: its own trailer check (gzip, bzip2, xz, zstd) was not reached.
+bool OnlyEndZerosCut(archive* a, const std::string& path, uint64_t data_end) {
+  if (data_end == 0 || archive_filter_count(a) != 1 ||
+      archive_filter_code(a, 0) != ARCHIVE_FILTER_NONE ||
+      (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) != ARCHIVE_FORMAT_TAR) {
+    return false;
+  }
+  auto fd = OpenFile(path, O_RDONLY);
+  if (!fd.ok()) return false;
+  auto size = FileSize(fd->get(), path);
+  // At most the two end blocks and a 10 KiB record's padding can be missing.
+  if (!size.ok() || *size < data_end || *size - data_end > 20 * 512) return false;
+  std::string tail(*size - data_end, '\0');
+  if (!ReadFullAt(fd->get(), tail.data(), tail.size(), data_end, path).ok()) return false;
+  return tail.find_first_not_of('\0') == std::string::npos;
+}
+
 Result<ArchivePtr> OpenArchive(const std::string& path, bool raw_names) {
   // libarchive reads an empty file as an archive of no entries; unzip, tar and Python's
   // zipfile/tarfile refuse it, and so do we: a failed download must not read as success.
@@ -84,6 +105,11 @@ Result<ArchivePtr> OpenArchive(const std::string& path, bool raw_names) {
   archive_read_support_format_all(a.get());
   // Zip names without flag bit 11 are CP437 (APPNOTE.TXT appendix D; Python's zipfile agrees).
   if (!raw_names) archive_read_set_format_option(a.get(), "zip", "hdrcharset", "CP437");
+  // Past tar's end-of-archive blocks to the end of the stream: a compressed stream is then
+  // decompressed to its end, so its trailer (gzip, bzip2, xz, zstd) is read and a cut one is an
+  // error, not a silent success; members after a first end marker (tars concatenated with cat)
+  // are read, not dropped, as GNU tar --ignore-zeros does. docs/formats/archives.md.
+  archive_read_set_format_option(a.get(), "tar", "read_concatenated_archives", "1");
   if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) {
     Status s = ArchiveError(a.get(), path, "cannot open");
     if (archive_errno(a.get()) == ENOENT) return Status(Code::kNotFound, s.message());
@@ -164,6 +190,7 @@ Status ArchiveSource::ListEntries(const ScanErrorFn& on_error) {
   std::vector<uint64_t> first_listed;                    // sample -> its first entry in listed
   std::unordered_set<uint64_t> paths;                    // xxh3(path), to find paths stored twice
   uint64_t declared = 0;
+  uint64_t data_end = 0;
   Status stop;
   for (uint64_t ord = 0;; ord++) {
     archive_entry* e = nullptr;
@@ -171,10 +198,15 @@ Status ArchiveSource::ListEntries(const ScanErrorFn& on_error) {
     if (r == ARCHIVE_EOF) break;
     if (r == ARCHIVE_RETRY) r = archive_read_next_header(a.get(), &e);
     if (r < ARCHIVE_WARN) {
+      if (OnlyEndZerosCut(a.get(), path_, data_end))
+        break;  // every entry read: GNU tar accepts it too
       // Truncated or corrupt: the rest is unreadable. Under skip, keep what was listed.
       stop = on_error(path_, ArchiveError(a.get(), path_, fmt::format("entry #{}", ord)));
       break;
     }
+    // Where this entry's data ends in an uncompressed tar, for OnlyEndZerosCut.
+    data_end = static_cast<uint64_t>(archive_filter_bytes(a.get(), 0)) +
+               (archive_entry_size_is_set(e) ? (archive_entry_size(e) + 511) / 512 * 512 : 0);
     std::optional<std::string> decoded = EntryName(e);
     if (!decoded) {  // never skipped unlisted: an error, or a listed skip under --on-error skip
       std::string id = fmt::format("entry #{}", ord);

@@ -198,3 +198,40 @@ expect_exit 1 "$DSPACK" convert cutcd.zip cc
 expect_err "cutcd.zip"
 [ ! -e cc/manifest.json ] || fail "a zip with a cut central directory left a dataset"
 pass "overlapping zip entries (1,000 names, one entry) and a cut central directory: exit 1, nothing written"
+
+# Truncation, one rule for every archive type (docs/formats/archives.md, "Truncation"): a
+# compressed stream cut anywhere (even in its trailer, after the last entry) is exit 1, since its
+# own check (gzip, bzip2, xz) was not reached; a plain tar that lost only end-of-archive zeros
+# reads whole, as GNU tar reads it; a tar cut inside an entry is exit 1. Before: a .tar.gz, .bz2
+# or .xz missing its last bytes converted with exit 0.
+mkdir -p tr.src/a && for i in $(seq 20); do head -c $((i * 300)) /dev/urandom > "tr.src/a/f$i.bin"; done
+$PY - <<'PY'
+import tarfile
+for mode, ext in (("w", "tar"), ("w:gz", "tar.gz"), ("w:bz2", "tar.bz2"), ("w:xz", "tar.xz")):
+    with tarfile.open(f"tr.{ext}", mode, format=tarfile.GNU_FORMAT) as t:
+        t.add("tr.src/a", arcname="a")
+PY
+for ext in tar.gz tar.bz2 tar.xz; do
+  for cut in 1 4; do
+    rm -rf tro && cp "tr.$ext" "cut.$ext" && truncate -s -"$cut" "cut.$ext"
+    expect_exit 1 "$DSPACK" convert "cut.$ext" tro
+    expect_err "cut.$ext"
+    no_final_names tro
+  done
+done
+size=$(stat -c %s tr.tar)
+for cut in 1 1024; do  # only zeros of the end blocks and record padding
+  rm -rf tro && cp tr.tar cut.tar && truncate -s -"$cut" cut.tar
+  expect_exit 0 "$DSPACK" convert cut.tar tro -q
+  [ "$("$DSPACK" ls tro | wc -l)" = 20 ] || fail "a tar missing $cut end zeros lost entries"
+done
+last_end=$($PY -c 'import tarfile; m = tarfile.open("tr.tar").getmembers()[-1]; print(m.offset_data + m.size)')
+rm -rf tro && cp tr.tar cut.tar && truncate -s $((last_end - 1)) cut.tar
+expect_exit 1 "$DSPACK" convert cut.tar tro
+expect_err "cut.tar"
+no_final_names tro
+# Two tars concatenated (cat a.tar b.tar): the members after the first end marker are read.
+(mkdir -p cat.b/b && echo x > cat.b/b/x.txt && tar -cf catb.tar -C cat.b b && cat tr.tar catb.tar > both.tar)
+rm -rf tro && expect_exit 0 "$DSPACK" convert both.tar tro -q
+[ "$("$DSPACK" ls tro | wc -l)" = 21 ] || fail "the second of two concatenated tars was dropped"
+pass "truncation: a cut .tar.gz, .tar.bz2, .tar.xz (last 1 or 4 bytes) and a tar cut in an entry exit 1; a tar missing only end zeros, and concatenated tars, read whole"
