@@ -14,6 +14,7 @@
 #include "formats/native/native_reader.h"
 #include "formats/sources/source_readers.h"
 #include "formats/sources/zip.h"
+#include "src/dir_lock.h"
 
 namespace ds {
 
@@ -165,6 +166,12 @@ std::optional<Format> DetectLayout(const std::string& path) {
 }
 
 Result<std::unique_ptr<LayoutReader>> OpenLayout(const std::string& path) {
+  // No open of a directory a writer holds (a convert, --force replacing it, dssync staging):
+  // the shared lock is held while the reader finds and opens the files, then dropped.
+  OwnedFd guard;
+  if (struct stat st; ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+    DS_ASSIGN_OR_RETURN(guard, LockDirectoryShared(path));
+  }
   auto f = DetectLayout(path);
   if (!f) {
     struct stat st;

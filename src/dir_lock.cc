@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
@@ -14,7 +15,7 @@
 namespace ds {
 
 long FlockHolder(std::string_view proc_locks, unsigned dev_major, unsigned dev_minor,
-                 unsigned long ino) {
+                 unsigned long ino, bool* exclusive) {
   // "1: FLOCK  ADVISORY  WRITE 1234 08:01:123456 0 EOF" (proc(5)); blocked waiters ("->") skipped.
   std::istringstream in{std::string(proc_locks)};
   std::string line;
@@ -28,31 +29,54 @@ long FlockHolder(std::string_view proc_locks, unsigned dev_major, unsigned dev_m
     unsigned maj = 0, min = 0;
     unsigned long node = 0;
     if (std::sscanf(where.c_str(), "%x:%x:%lu", &maj, &min, &node) != 3) continue;
-    if (maj == dev_major && min == dev_minor && node == ino) return pid;
+    if (maj == dev_major && min == dev_minor && node == ino) {
+      if (exclusive) *exclusive = rw == "WRITE";
+      return pid;
+    }
   }
   return 0;
 }
+
+namespace {
+
+// The holder of fd's flock from /proc/locks (0: not listed), and whether it is a writer's.
+long Holder(int fd, bool* exclusive) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return 0;
+  std::ifstream locks("/proc/locks");
+  std::stringstream text;
+  text << locks.rdbuf();
+  return FlockHolder(text.str(), major(st.st_dev), minor(st.st_dev), st.st_ino, exclusive);
+}
+
+Status BeingWritten(int fd, const std::string& dir) {
+  long pid = Holder(fd, nullptr);
+  return Status(Code::kAlreadyExists,
+                fmt::format("{}: is being written by {}; wait for it to finish (two writers "
+                            "into one directory would mix their files, and a reader would see "
+                            "a half-written dataset)",
+                            dir, pid > 0 ? fmt::format("PID {}", pid) : "another process"));
+}
+
+}  // namespace
 
 Result<OwnedFd> LockDirectory(const std::string& dir, std::string* warning) {
   int raw = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (raw < 0) return Status::FromErrno(errno, dir);
   OwnedFd fd(raw);
-  if (::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) {
-    int err = errno;
-    if (err == EWOULDBLOCK) {
-      struct stat st;
-      long pid = 0;
-      if (::fstat(fd.get(), &st) == 0) {
-        std::ifstream locks("/proc/locks");
-        std::stringstream text;
-        text << locks.rdbuf();
-        pid = FlockHolder(text.str(), major(st.st_dev), minor(st.st_dev), st.st_ino);
-      }
-      return Status(Code::kAlreadyExists,
-                    fmt::format("{}: is being written by {}; wait for it to finish (two writers "
-                                "into one directory would mix their files)",
-                                dir, pid > 0 ? fmt::format("PID {}", pid) : "another process"));
-    }
+  // Readers hold a shared lock only while they open a dataset (LockDirectoryShared): wait
+  // their moment out, but refuse at once when the holder is a writer.
+  int rc = ::flock(fd.get(), LOCK_EX | LOCK_NB);
+  int err = rc != 0 ? errno : 0;
+  for (int i = 0; err == EWOULDBLOCK && i < kWriterLockRetries; i++) {
+    bool exclusive = true;
+    if (Holder(fd.get(), &exclusive) == 0 || exclusive) break;
+    ::usleep(10'000);
+    rc = ::flock(fd.get(), LOCK_EX | LOCK_NB);
+    err = rc != 0 ? errno : 0;
+  }
+  if (rc != 0) {
+    if (err == EWOULDBLOCK) return BeingWritten(fd.get(), dir);
     if (warning) {
       *warning = fmt::format(
           "{}: cannot lock ({}); going on unlocked, so make sure no other "
@@ -70,6 +94,16 @@ Result<OwnedFd> LockDirectory(const std::string& dir, std::string* warning) {
                       "run again");
   }
   return fd;
+}
+
+Result<OwnedFd> LockDirectoryShared(const std::string& dir) {
+  int raw = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (raw < 0) return Status::FromErrno(errno, dir);
+  OwnedFd fd(raw);
+  if (::flock(fd.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
+    return BeingWritten(fd.get(), dir);
+  }
+  return fd;  // locked, or flock refused here (NFS, FUSE): nothing to learn, so go on
 }
 
 }  // namespace ds

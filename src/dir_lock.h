@@ -1,4 +1,5 @@
-// LockDirectory: one writer per directory, for the whole run
+// LockDirectory: one writer per directory, for the whole run; LockDirectoryShared: no reader
+// opens a directory while a writer holds it
 // (docs/formats/README.md#output-directory).
 //
 // An exclusive, non-blocking flock(2) on the directory itself: no lock file to create, leave
@@ -21,11 +22,23 @@
 
 namespace ds {
 
-// The fd holds the lock until it is closed. REQUIRES: dir exists.
+// The fd holds the lock until it is closed. REQUIRES: dir exists. A lock held only by readers
+// (LockDirectoryShared) is waited for up to kWriterLockRetries x 10 ms; a writer's is refused
+// at once.
+inline constexpr int kWriterLockRetries = 200;
 Result<OwnedFd> LockDirectory(const std::string& dir, std::string* warning);
 
+// A reader's guard while it opens the dataset in `dir`: a shared, non-blocking flock. When a
+// writer holds the directory, kAlreadyExists "DIR: is being written by PID N; wait for it to
+// finish", so a reader never opens a half-written dataset, or the old one half-removed by
+// --force. Hold the fd while opening the dataset's files and close it after: the files opened
+// stay the ones read (a later --force unlinks them; their bytes stay readable through the open
+// descriptors). Where flock is refused, the fd holds nothing and the open goes on.
+Result<OwnedFd> LockDirectoryShared(const std::string& dir);
+
 // The PID holding a flock on (dev, ino), from /proc/locks text; 0 when none is listed.
+// *exclusive (when given) tells a writer's lock from a reader's.
 long FlockHolder(std::string_view proc_locks, unsigned dev_major, unsigned dev_minor,
-                 unsigned long ino);
+                 unsigned long ino, bool* exclusive = nullptr);
 
 }  // namespace ds

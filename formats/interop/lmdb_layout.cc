@@ -206,6 +206,7 @@ class Writer : public LayoutWriter {
     meta_.extra["lmdb_layout"] = field_layout_ ? "field" : "sample";
     DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(out_, classes_, crcs_, &meta_, &created_)));
     done_ = true;
+    out_lock_ = OwnedFd();  // committed: readers may open it now
     if (summary) *summary = {samples_, 1, payload_, fm.size};
     return Status::Ok();
   }
@@ -284,7 +285,7 @@ class Writer : public LayoutWriter {
 
   std::string out_, tmp_;
   bool created_dir_;
-  OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released after Abandon or Commit
+  OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
   bool field_layout_;
   MDB_env* env_ = nullptr;
   uint64_t map_size_;

@@ -192,6 +192,7 @@ Status ShardedWriter::Finish(LayoutSummary* summary) {
   meta_.payload_bytes = payload_bytes_;
   DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(out_, classes_, crcs_, &meta_, &created_)));
   done_ = true;
+  out_lock_ = OwnedFd();  // committed: readers may open it now
   if (summary) {
     summary->samples = samples_;
     summary->shards = meta_.shards.size();

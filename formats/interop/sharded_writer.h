@@ -83,7 +83,7 @@ class ShardedWriter : public LayoutWriter {
   std::string out_;
   ShardingOptions options_;
   bool created_dir_;
-  OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released after Abandon or Commit
+  OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
   std::string ext_;
   LayoutMeta meta_;
   std::vector<std::string> classes_;

@@ -35,6 +35,9 @@ Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
   auto d = std::make_unique<Dataset>();
   d->dir_ = dir;
   DS_ASSIGN_OR_RETURN(d->manifest_, Manifest::Load(dir));
+  if (::stat((dir + "/" + kManifestName).c_str(), &d->manifest_stat_) != 0) {
+    return Status::FromErrno(errno, dir + "/" + kManifestName);
+  }
   auto index = GlobalIndex::Open(dir + "/" + d->manifest_.index.name);
   if (!index.ok()) return MissingIsDamage(index.status(), dir, d->manifest_.index.name);
   d->index_ = std::move(index).value();
@@ -58,6 +61,7 @@ Result<int> Dataset::ShardFd(uint32_t shard) const {
   if (!fds_[shard].valid()) {
     const FileMeta& meta = manifest_.shards[shard];
     auto opened = OpenFile(dir_ + "/" + meta.name, O_RDONLY);
+    DS_RETURN_IF_ERROR(CheckNotReplaced());  // after the open: then the fd is of this dataset
     if (!opened.ok()) return MissingIsDamage(opened.status(), dir_, meta.name);
     OwnedFd fd = std::move(opened).value();
     DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), meta.name));
@@ -70,6 +74,20 @@ Result<int> Dataset::ShardFd(uint32_t shard) const {
     fds_[shard] = std::move(fd);
   }
   return fds_[shard].get();
+}
+
+Status Dataset::CheckNotReplaced() const {
+  struct stat now;
+  if (::stat((dir_ + "/" + kManifestName).c_str(), &now) == 0 &&
+      now.st_dev == manifest_stat_.st_dev && now.st_ino == manifest_stat_.st_ino &&
+      now.st_mtim.tv_sec == manifest_stat_.st_mtim.tv_sec &&
+      now.st_mtim.tv_nsec == manifest_stat_.st_mtim.tv_nsec) {
+    return Status::Ok();
+  }
+  return Status(Code::kIOError,
+                fmt::format("{}: the dataset was replaced or removed since it was opened "
+                            "(by another convert?); open it again",
+                            dir_));
 }
 
 Result<GlobalEntry> Dataset::Entry(uint64_t i) const {

@@ -19,6 +19,8 @@
 // and shard files opened lazily. Get/Head/Find are thread-safe.
 #pragma once
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -91,7 +93,7 @@ class DatasetWriter : public LayoutWriter, public ResumableWriter {
   NativeOptions options_;
   bool created_dir_;
   bool resuming_;
-  OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released after Abandon or Commit
+  OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
   std::unique_ptr<ShardWriter> shard_;
   std::string pending_key_;
   uint64_t pending_payload_ = 0;
@@ -139,8 +141,12 @@ class Dataset {
 
  private:
   // Opens shard files lazily; checks each one's size against the manifest on first open, so a
-  // truncated shard is reported even when the records asked for are intact.
+  // truncated shard is reported even when the records asked for are intact. Generation check:
+  // once the shard is open, manifest.json must still be the file Open read (convert --force
+  // removes it before any shard and writes a new one last), else kIOError "replaced since it
+  // was opened": a shard of another dataset is never read under this one's index.
   Result<int> ShardFd(uint32_t shard) const;
+  Status CheckNotReplaced() const;
   // Entry i of the global index, checked against the manifest's shard sizes.
   Result<GlobalEntry> Entry(uint64_t i) const;
   std::string Where(uint64_t i, const GlobalEntry& e) const;
@@ -150,6 +156,7 @@ class Dataset {
   GlobalIndex index_;
   mutable std::mutex mu_;
   mutable std::vector<OwnedFd> fds_;
+  struct stat manifest_stat_ = {};  // manifest.json as Open read it
 };
 
 }  // namespace ds::native

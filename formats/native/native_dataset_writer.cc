@@ -347,6 +347,7 @@ Status DatasetWriter::Finish(DatasetSummary* summary) {
   // The dataset is committed; the run record is no longer needed.
   ::unlink((out_ + "/" + kJournalName).c_str());
   ::unlink((out_ + "/" + kRunName).c_str());
+  out_lock_ = OwnedFd();  // committed: readers may open it now
   if (summary) {
     summary->samples = index_.size();
     summary->shards = manifest_.shards.size();

@@ -1,5 +1,6 @@
-// LockDirectory (src/dir_lock.h): one writer per directory; the holder's PID in the refusal;
-// the lock ends with its fd; a directory replaced under the lock is refused.
+// LockDirectory (src/dir_lock.h): one writer per directory, no reader while it writes; the
+// holder's PID in the refusal; the lock ends with its fd; a directory replaced under the lock is
+// refused.
 #include "src/dir_lock.h"
 
 #include <sys/stat.h>
@@ -8,6 +9,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "test_util.h"
 
@@ -28,6 +30,31 @@ TEST_CASE("LockDirectory: a second writer is refused naming the holder's PID", "
              Catch::Contains(t.path() + ": is being written by PID " + std::to_string(::getpid())));
   *first = ds::OwnedFd();  // released with its fd
   CHECK(ds::LockDirectory(t.path(), &warning).ok());
+}
+
+TEST_CASE("LockDirectoryShared: no reader opens a directory a writer holds", "[core]") {
+  TempDir t;
+  std::string warning;
+  auto writer = ds::LockDirectory(t.path(), &warning);
+  REQUIRE(writer.ok());
+  auto reader = ds::LockDirectoryShared(t.path());
+  REQUIRE_FALSE(reader.ok());
+  CHECK(reader.status().code() == Code::kAlreadyExists);
+  CHECK_THAT(reader.status().message(),
+             Catch::Contains(t.path() + ": is being written by PID " + std::to_string(::getpid())));
+  *writer = ds::OwnedFd();
+  // Readers share; a writer waits for a reader's short hold, then takes the lock.
+  auto r1 = ds::LockDirectoryShared(t.path());
+  auto r2 = ds::LockDirectoryShared(t.path());
+  REQUIRE(r1.ok());
+  REQUIRE(r2.ok());
+  std::thread release([&] {
+    ::usleep(50'000);
+    *r1 = ds::OwnedFd();
+    *r2 = ds::OwnedFd();
+  });
+  CHECK(ds::LockDirectory(t.path(), &warning).ok());
+  release.join();
 }
 
 TEST_CASE("LockDirectory: a missing directory is an error naming it", "[core]") {

@@ -49,6 +49,36 @@ echo "note - $refused of $((TRIALS * 3)) trials overlapped (one convert refused)
 [ "$refused" -gt 0 ] || fail "no trial overlapped: the race was not exercised"
 pass "$TRIALS trials each of convert + convert / --resume / --force into one OUT: the loser exits 2 naming the PID, the dataset is whole"
 
+# Readers while --force replaces a dataset with another: each `ls` reads the old or the new one
+# whole (exit 0, its count) or is refused (exit 2: "is being written by PID N" at open, or, for
+# a native shard opened later, "replaced or removed since it was opened"); never a mix of the
+# two, never a half-removed or half-written dataset.
+"$DSPACK" synth imagenet-like src2 --samples 300 --seed 4 -q
+"$DSPACK" convert src2 ref2 --shard-size 1MiB -q
+n_old=$want n_new=$("$DSPACK" ls ref2 | wc -l)
+busy=0 reads=0
+for t in $(seq 3); do
+  rm -rf rf && "$DSPACK" convert src rf --shard-size 1MiB -q
+  "$DSPACK" convert src2 rf --shard-size 1MiB --threads 2 -q --force & fpid=$!
+  while kill -0 "$fpid" 2>/dev/null; do
+    set +e; "$DSPACK" ls rf > r.out 2> r.err; rc=$?; set -e
+    n=$(wc -l < r.out)
+    if [ "$rc" = 0 ]; then
+      [ "$n" = "$n_old" ] || [ "$n" = "$n_new" ] || fail "a reader saw $n samples (old $n_old, new $n_new)"
+      reads=$((reads + 1))
+    else
+      [ "$rc" = 2 ] && grep -Eq "rf: (is being written by PID [0-9]|the dataset was replaced or removed since it was opened)" r.err ||
+        { cat r.err; fail "a reader during --force exited $rc"; }
+      busy=$((busy + 1))
+    fi
+  done
+  wait "$fpid"
+  [ "$busy" -gt 0 ] && break
+done
+echo "note - $busy readers refused, $reads read a whole dataset"
+[ "$busy" -gt 0 ] || fail "no reader met the --force writer: the race was not exercised"
+pass "readers during convert --force: the old or the new dataset whole, or exit 2 naming the writer"
+
 # A lock held by a finished (or killed) run is gone with it: kill -9 mid-convert, then --resume.
 "$DSPACK" convert src k --shard-size 1MiB -q & kpid=$!
 for _ in $(seq 2000); do [ -e k ] && break; sleep 0.001; done
