@@ -13,6 +13,7 @@
 
 #include "src/checksum.h"
 #include "src/fd.h"
+#include "src/json_number.h"
 #include "sync/journal.h"
 
 namespace ds::sync {
@@ -43,7 +44,7 @@ Result<StagedManifest> LoadStagedManifest(const std::string& dir) {
       if (!DecodePath(f.at("path").get<std::string>(), &rel) || rel.empty()) {
         return Status(Code::kCorruption, path + ": bad path " + f.at("path").dump());
       }
-      m[rel] = StagedFile{f.at("size").get<uint64_t>(), f.at("mtime_ns").get<int64_t>(),
+      m[rel] = StagedFile{JsonIntAt<uint64_t>(f, "size"), JsonIntAt<int64_t>(f, "mtime_ns"),
                           std::stoull(f.at("xxh3").get<std::string>(), nullptr, 16)};
     }
   } catch (const std::exception& e) {

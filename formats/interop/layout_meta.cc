@@ -12,6 +12,7 @@
 #include "src/checksum.h"
 #include "src/fd.h"
 #include "src/human.h"
+#include "src/json_number.h"
 
 namespace ds {
 
@@ -71,10 +72,10 @@ Result<LayoutMeta> LayoutMeta::Load(const std::string& dir) {
     auto f = ParseFormat(j.at("format").get<std::string>());
     if (!f.ok() || *f == Format::kNative) return bad("unknown format");
     m.format = *f;
-    m.version = j.at("version").get<uint32_t>();
+    m.version = JsonIntAt<uint32_t>(j, "version");
     if (m.version != 1) return bad(fmt::format("version {} is newer than this dspack", m.version));
-    m.samples = j.at("samples").get<uint64_t>();
-    m.payload_bytes = j.value("payload_bytes", uint64_t{0});
+    m.samples = JsonIntAt<uint64_t>(j, "samples");
+    m.payload_bytes = JsonIntOr<uint64_t>(j, "payload_bytes", 0);
     m.label_field = j.value("label_field", std::string());
     for (const auto& s : j.at("shards")) {
       native::FileMeta fm;
@@ -82,9 +83,9 @@ Result<LayoutMeta> LayoutMeta::Load(const std::string& dir) {
       if (fm.name.empty() || fm.name.find('/') != std::string::npos || fm.name[0] == '.') {
         return bad("shard name '" + EscapeBytes(fm.name) + "' is not a plain file name");
       }
-      fm.size = s.at("bytes").get<uint64_t>();
-      fm.samples = s.at("samples").get<uint64_t>();
-      fm.first_sample = s.at("first_sample").get<uint64_t>();
+      fm.size = JsonIntAt<uint64_t>(s, "bytes");
+      fm.samples = JsonIntAt<uint64_t>(s, "samples");
+      fm.first_sample = JsonIntAt<uint64_t>(s, "first_sample");
       fm.xxh3 = std::stoull(s.at("xxh3").get<std::string>(), nullptr, 16);
       m.shards.push_back(std::move(fm));
     }
@@ -94,7 +95,7 @@ Result<LayoutMeta> LayoutMeta::Load(const std::string& dir) {
       if (fm.name.empty() || fm.name.find('/') != std::string::npos || fm.name[0] == '.') {
         return bad("file name '" + EscapeBytes(fm.name) + "' is not a plain file name");
       }
-      fm.size = s.at("bytes").get<uint64_t>();
+      fm.size = JsonIntAt<uint64_t>(s, "bytes");
       fm.xxh3 = std::stoull(s.at("xxh3").get<std::string>(), nullptr, 16);
       m.files.push_back(std::move(fm));
     }

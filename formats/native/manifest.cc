@@ -5,6 +5,7 @@
 #include "formats/native/native_format.h"
 #include "src/checksum.h"
 #include "src/fd.h"
+#include "src/json_number.h"
 
 namespace ds::native {
 
@@ -47,11 +48,11 @@ std::string Manifest::ToJson() const {
 static Result<FileMeta> ParseFile(const json& j, bool with_samples) {
   FileMeta f;
   f.name = j.at("name").get<std::string>();
-  f.size = j.at("size").get<uint64_t>();
+  f.size = JsonIntAt<uint64_t>(j, "size");
   f.xxh3 = std::stoull(j.at("xxh3").get<std::string>(), nullptr, 16);
   if (with_samples) {
-    f.samples = j.at("samples").get<uint64_t>();
-    f.first_sample = j.at("first_sample").get<uint64_t>();
+    f.samples = JsonIntAt<uint64_t>(j, "samples");
+    f.first_sample = JsonIntAt<uint64_t>(j, "first_sample");
   }
   if (f.name.empty() || f.name.find('/') != std::string::npos || f.name[0] == '.') {
     return Status(Code::kCorruption, "invalid file name '" + f.name + "'");
@@ -66,7 +67,7 @@ Result<Manifest> Manifest::Parse(const std::string& text, const std::string& wha
     if (j.at("format").get<std::string>() != kFormatName) {
       return Status(Code::kCorruption, what + ": not a dspack-native manifest");
     }
-    m.version = j.at("version").get<uint32_t>();
+    m.version = JsonIntAt<uint32_t>(j, "version");
     if (m.version != kFormatVersion) {
       return Status(Code::kUnsupported, fmt::format("{}: format version {}; this dspack reads "
                                                     "version {}",
@@ -74,10 +75,10 @@ Result<Manifest> Manifest::Parse(const std::string& text, const std::string& wha
     }
     m.created_by = j.value("created_by", "");
     m.options = j.value("options", json::object());
-    m.align = j.at("align").get<uint32_t>();
-    m.shard_size = j.at("shard_size").get<uint64_t>();
-    m.samples = j.at("samples").get<uint64_t>();
-    m.payload_bytes = j.at("payload_bytes").get<uint64_t>();
+    m.align = JsonIntAt<uint32_t>(j, "align");
+    m.shard_size = JsonIntAt<uint64_t>(j, "shard_size");
+    m.samples = JsonIntAt<uint64_t>(j, "samples");
+    m.payload_bytes = JsonIntAt<uint64_t>(j, "payload_bytes");
     uint64_t next = 0;
     for (const auto& s : j.at("shards")) {
       DS_ASSIGN_OR_RETURN(FileMeta f, ParseFile(s, true));
@@ -95,7 +96,7 @@ Result<Manifest> Manifest::Parse(const std::string& text, const std::string& wha
     DS_ASSIGN_OR_RETURN(m.index, ParseFile(j.at("index"), false));
     if (j.contains("labels") && !j["labels"].is_null()) {
       m.label_field = j["labels"].at("field").get<std::string>();
-      m.class_count = j["labels"].at("classes").get<uint64_t>();
+      m.class_count = JsonIntAt<uint64_t>(j["labels"], "classes");
       m.classes_xxh3 = std::stoull(j["labels"].at("xxh3").get<std::string>(), nullptr, 16);
     }
     m.skipped = j.value("skipped", json::array());

@@ -393,7 +393,9 @@ std::unique_ptr<LoadedSample> ArchiveSource::Load(uint64_t i) {
       reader_->dead = a.status();
   }
   Reader& rd = *reader_;
-  auto [begin, end] = tree_.files_of(i);
+  // Not a structured binding: the lambdas below capture it (clang 14 cannot).
+  const std::pair<uint64_t, uint64_t> files = tree_.files_of(i);
+  const uint64_t begin = files.first, end = files.second;
   // Read entries in archive order until every file of sample i is held. Entries of earlier
   // samples (before a resume point) are passed over unread.
   auto complete = [&] {

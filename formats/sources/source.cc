@@ -99,10 +99,11 @@ std::unique_ptr<LoadedSample> NativeSource::Load(uint64_t i) {
   auto l = std::make_unique<LoadedSample>();
   l->sample = i;
   uint64_t rec = record_of_sample_[i];
-  auto [begin, end] = tree_.files_of(i);
+  const auto [begin, end] = tree_.files_of(i);
+  const uint64_t first = begin;  // a lambda cannot capture a structured binding (clang 14)
   auto fail = [&](const Status& s) {
     l->status = Status(Code::kBadInput, s.message(), s.err());
-    l->bad_path = std::string(tree_.path(begin));
+    l->bad_path = std::string(tree_.path(first));
     l->files.clear();
     return std::move(l);
   };
