@@ -62,7 +62,7 @@ for f in wds recordio lmdb tfrecord; do
   rm -rf bad && cp -a "d.$f" bad && rm bad/dspack.json
   for cmd in "ls bad" "verify bad"; do
     expect_exit 1 "$DSPACK" $cmd
-    cat last.out last.err | grep -q "dspack.json: missing" || { cat last.out last.err; fail "$f: $cmd"; }
+    grep -q "dspack.json: missing" last.out last.err || { cat last.out last.err; fail "$f: $cmd"; }
   done
 done
 pass "a deleted dspack.json: ls and verify exit 1 naming it, in every interop layout"

@@ -30,7 +30,7 @@ every_reader() {
     # shellcheck disable=SC2086
     expect_exit 1 "$DSPACK" $cmd
     # verify lists its problems on stdout and counts them on stderr
-    cat last.out last.err | grep -q "data.mdb" || { cat last.out last.err; fail "$1: $cmd: data.mdb not named"; }
+    grep -q "data.mdb" last.out last.err || { cat last.out last.err; fail "$1: $cmd: data.mdb not named"; }
     [ "$(wc -l < last.err)" = 1 ] || { cat last.err; fail "$1: $cmd: not one error line"; }
   done
   expect_exit 1 "$DSBENCH" replay bad --epochs 1 --workers 2 --batch 4
