@@ -14,7 +14,8 @@ werror=-DDSPACK_WERROR=${DSPACK_WERROR:-ON}
 # Line tables only (-g1): stack traces keep file:line, and the three CI builds compile about 14 %
 # faster than with full debug info (-g). The sanitizer builds leave out the micro-benchmarks,
 # which no test runs, and the Python package (an instrumented extension would need the sanitizer
-# runtime preloaded into Python).
+# runtime preloaded into Python), and are built without MPI (DSPACK_MPI=OFF: Open MPI is not
+# instrumented; the plain pass runs the MPI tests, and these passes build the no-MPI variant).
 g1=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_DEBUG="-g1")
 
 case "${1:-}" in
@@ -26,7 +27,7 @@ case "${1:-}" in
   --sanitize)
     dir=build-asan
     BUILD_TYPE=Debug dspack_build "$dir" -DDSPACK_SANITIZE=ON "$werror" "${g1[@]}" \
-      -DDSPACK_MICRO_BENCH=OFF -DDSPACK_PYTHON=OFF
+      -DDSPACK_MICRO_BENCH=OFF -DDSPACK_PYTHON=OFF -DDSPACK_MPI=OFF
     # Smaller end-to-end datasets: the sanitizers make every byte slower.
     export DSPACK_E2E_SAMPLES=${DSPACK_E2E_SAMPLES:-2000}
     # The [exhaustive] byte-flip loops flip every 7th byte (and the last): the plain pass flips
@@ -40,7 +41,7 @@ case "${1:-}" in
     dir=build-tsan
     # Optimised (-O2 -g): TSan is slow enough, and optimisation hides no race it can see.
     BUILD_TYPE=RelWithDebInfo dspack_build "$dir" -DDSPACK_TSAN=ON "$werror" "${g1[@]}" \
-      -DDSPACK_MICRO_BENCH=OFF -DDSPACK_PYTHON=OFF
+      -DDSPACK_MICRO_BENCH=OFF -DDSPACK_PYTHON=OFF -DDSPACK_MPI=OFF
     export DSPACK_E2E_SAMPLES=${DSPACK_E2E_SAMPLES:-1000}
     # tests/tsan.supp: uninstrumented libraries (TBB, libfuse, liburing), a reason per entry.
     export TSAN_OPTIONS=${TSAN_OPTIONS:-suppressions=$PWD/tests/tsan.supp:halt_on_error=1:second_deadlock_stack=1}

@@ -8,6 +8,7 @@
 
 #include "bench/io_job.h"
 #include "bench/meta.h"
+#include "bench/mpi_cli.h"
 #include "bench/stop.h"
 #include "bench/storage.h"
 #include "bench/training_cli.h"
@@ -72,6 +73,18 @@ int main(int argc, char** argv) try {
   io->add_flag("--allow-device", o.allow_device, "Allow PATH to be a block device");
   io->add_flag("--allow-overwrite", o.allow_overwrite,
                "Allow a write job on an existing file PATH (its bytes are overwritten)");
+  ds::bench::MpiIoFlags mpi_io;
+  double mpi_timeout = 600;
+  io->add_flag("--shared-file", mpi_io.shared_file,
+               "Under mpirun: one test file, rank r's --size bytes at offset r*size (IOR "
+               "without -F); default: a file per rank, PATH/dsbench.<name>.r<rank>.0");
+  io->add_flag("--mpi-stonewall", mpi_io.stonewall,
+               "Under mpirun: all ranks stop when the first one finishes, and only the IO done "
+               "by then counts (IOR's -D wear-out, mdtest's -W)");
+  io->add_option("--mpi-timeout", mpi_timeout,
+                 "Under mpirun: seconds a rank waits for the others at a barrier or a gather "
+                 "before it aborts the job")
+      ->capture_default_str();
 
   std::string min_bw = "500MB/s", ssize = "", sruntime = "";
   uint64_t min_iops = 5000;
@@ -173,6 +186,17 @@ int main(int argc, char** argv) try {
     if (auto s = ds::SizeFlag(size, "--size", &o.size); !s.ok()) return Fail(s);
     if (output_format != "normal" && output_format != "json") {
       return Fail(ds::Status(ds::Code::kInvalidArgument, "--output-format: normal or json"));
+    }
+    auto world = ds::mpi::World::Start(&argc, &argv);
+    if (!world.ok()) return Fail(world.status());
+    if ((*world)->mpi()) {
+      (*world)->set_tool(std::string(kTool));
+      (*world)->set_timeout(mpi_timeout);
+      mpi_io.json = output_format == "json";
+      (*world)->set_json_errors(mpi_io.json);
+      ds::SystemProbe probe = ds::ProbeSystem(ds::bench::WithRank(o.path, (*world)->rank()));
+      o.disk_device = probe.block_device;
+      return ds::bench::RunIoRanks(**world, o, mpi_io, probe);
     }
     ds::SystemProbe probe = ds::ProbeSystem(o.path);
     o.disk_device = probe.block_device;

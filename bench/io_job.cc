@@ -64,13 +64,9 @@ bool Writes(RwMode m) {
   return m == RwMode::kWrite || m == RwMode::kRandWrite || m == RwMode::kRandRw;
 }
 
-struct TestFile {
-  std::string path;
-  bool created = false;
-};
+}  // namespace
 
-// Resolves PATH to the test file, creating and filling it when it is ours.
-Result<TestFile> PrepareFile(IoJobOptions& o) {
+Result<TestFile> PrepareTestFile(IoJobOptions& o) {
   struct stat st;
   if (::stat(o.path.c_str(), &st) != 0) {
     return Status::FromErrno(errno, o.path + ": give an existing directory or file",
@@ -84,7 +80,8 @@ Result<TestFile> PrepareFile(IoJobOptions& o) {
   }
   if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
     f.path = o.path;
-    if (o.size == 0) o.size = static_cast<uint64_t>(st.st_size);
+    if (o.size == 0 && static_cast<uint64_t>(st.st_size) > o.offset)
+      o.size = static_cast<uint64_t>(st.st_size) - o.offset;
     if (S_ISREG(st.st_mode) && Writes(o.rw) && !o.allow_overwrite) {
       return Status(Code::kInvalidArgument,
                     fmt::format("{}: an existing file that dsbench did not create; --rw {} would "
@@ -92,9 +89,13 @@ Result<TestFile> PrepareFile(IoJobOptions& o) {
                                 "file there), or --allow-overwrite to write into this file",
                                 o.path, RwName(o.rw)));
     }
-    if (S_ISREG(st.st_mode) && !Writes(o.rw) && static_cast<uint64_t>(st.st_size) < o.size) {
-      return Status(Code::kInvalidArgument,
-                    fmt::format("{}: {} bytes, less than --size {}", o.path, st.st_size, o.size));
+    if (S_ISREG(st.st_mode) && !Writes(o.rw) &&
+        static_cast<uint64_t>(st.st_size) < o.offset + o.size) {
+      return Status(
+          Code::kInvalidArgument,
+          o.offset ? fmt::format("{}: {} bytes, less than offset {} + --size {}", o.path,
+                                 st.st_size, o.offset, o.size)
+                   : fmt::format("{}: {} bytes, less than --size {}", o.path, st.st_size, o.size));
     }
     return f;
   }
@@ -102,24 +103,25 @@ Result<TestFile> PrepareFile(IoJobOptions& o) {
     return Status(Code::kInvalidArgument, o.path + ": not a file or directory");
   if (o.size == 0)
     return Status(Code::kInvalidArgument, "--size is needed when PATH is a directory");
-  f.path = o.path + "/dsbench." + o.name + ".0";
+  f.path = o.path + "/" + (o.file_name.empty() ? "dsbench." + o.name + ".0" : o.file_name);
+  const uint64_t bytes = o.offset + o.size;
   struct stat fst;
-  if (::stat(f.path.c_str(), &fst) == 0 && static_cast<uint64_t>(fst.st_size) >= o.size) return f;
+  if (::stat(f.path.c_str(), &fst) == 0 && static_cast<uint64_t>(fst.st_size) >= bytes) return f;
   struct statvfs vfs;
   if (::statvfs(o.path.c_str(), &vfs) == 0) {
     uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-    if (avail < o.size) {
+    if (avail < bytes) {
       return Status(Code::kNoSpace, fmt::format("{}: not enough free space for a {} test file "
                                                 "({} free); lower --size",
-                                                o.path, FormatBytes(o.size), FormatBytes(avail)));
+                                                o.path, FormatBytes(bytes), FormatBytes(avail)));
     }
   }
   DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(f.path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
   f.created = true;
   std::string buf(1 << 20, '\0');
   Rng rng(o.seed, 0xF11E);
-  for (uint64_t done = 0; done < o.size;) {
-    size_t k = static_cast<size_t>(std::min<uint64_t>(buf.size(), o.size - done));
+  for (uint64_t done = 0; done < bytes;) {
+    size_t k = static_cast<size_t>(std::min<uint64_t>(buf.size(), bytes - done));
     rng.Fill(buf.data(), k);  // incompressible
     Status s = WriteFull(fd.get(), buf.data(), k, f.path);
     if (!s.ok()) {
@@ -135,11 +137,14 @@ Result<TestFile> PrepareFile(IoJobOptions& o) {
   return f;
 }
 
+namespace {
+
 double CpuSeconds(const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; }
 
-// `cancel`: the run failed elsewhere (a job that could not start); stop issuing and drain.
+// `stop`: the run failed elsewhere (a job that could not start) or the caller stopped it
+// (IoHooks::poll); stop issuing, drain and count what completes.
 Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
-              const std::atomic<bool>& cancel, JobResult* out) {
+              const std::atomic<bool>& stop, JobResult* out) {
   EngineOptions eo;
   eo.depth = o.iodepth;
   eo.sqpoll = o.sqthread_poll;
@@ -189,7 +194,7 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
   std::vector<unsigned> free_slots;
   for (unsigned i = 0; i < depth; i++) free_slots.push_back(depth - 1 - i);
   auto more = [&](int64_t now) {
-    if (StopRequested() || cancel.load(std::memory_order_relaxed) || now >= deadline) return false;
+    if (StopRequested() || stop.load(std::memory_order_relaxed) || now >= deadline) return false;
     return o.time_based || issued_bytes < o.size;
   };
   int64_t now = start;
@@ -219,7 +224,7 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
                     fd->get(),
                     bufs[slot].data(),
                     o.bs,
-                    block * o.bs,
+                    o.offset + block * o.bs,
                     0,
                     reinterpret_cast<void*>(static_cast<uintptr_t>(slot)),
                     o.fixedbufs ? static_cast<int>(slot) : -1};
@@ -259,7 +264,9 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
     }
   }
   ::getrusage(RUSAGE_THREAD, &ru1);
-  out->runtime_ms = static_cast<double>(NowNs() - measured_from) / 1e6;
+  out->start_ns = measured_from;
+  out->end_ns = NowNs();
+  out->runtime_ms = static_cast<double>(out->end_ns - measured_from) / 1e6;
   double secs = out->runtime_ms / 1e3;
   if (secs > 0) {
     out->usr_cpu = (CpuSeconds(ru1.ru_utime) - CpuSeconds(ru0.ru_utime)) / secs * 100;
@@ -270,7 +277,7 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
 
 }  // namespace
 
-Result<IoRun> RunIoJobs(const IoJobOptions& options) {
+Result<IoRun> RunIoJobs(const IoJobOptions& options, const IoHooks& hooks) {
   IoJobOptions o = options;
   if (o.bs == 0 || o.iodepth == 0 || o.numjobs == 0 || o.iodepth_batch_submit == 0) {
     return Status(Code::kInvalidArgument,
@@ -286,32 +293,52 @@ Result<IoRun> RunIoJobs(const IoJobOptions& options) {
     return Status(Code::kInvalidArgument,
                   fmt::format("--bs {} is not a multiple of 512, which --direct=1 needs", o.bs));
   }
-  DS_ASSIGN_OR_RETURN(TestFile file, PrepareFile(o));
+  auto prepared = PrepareTestFile(o);
+  TestFile file = prepared.ok() ? *prepared : TestFile{};
   auto cleanup = [&] {
     if (file.created && !o.keep) ::unlink(file.path.c_str());
   };
-  if (o.bs > o.size) {
+  Status ready = prepared.status();
+  if (ready.ok() && o.bs > o.size) {
+    ready = Status(Code::kInvalidArgument,
+                   fmt::format("--bs {} is larger than --size {}", o.bs, o.size));
+  }
+  if (hooks.ready) {
+    Status s = hooks.ready(ready);
+    if (ready.ok()) ready = s;
+  }
+  if (!ready.ok()) {
     cleanup();
-    return Status(Code::kInvalidArgument,
-                  fmt::format("--bs {} is larger than --size {}", o.bs, o.size));
+    return ready;
   }
   std::vector<JobResult> results(o.numjobs);
   std::vector<Status> errors(o.numjobs);
   std::vector<std::thread> threads;
   DiskSampler disk(o.disk_device);  // after the test file is laid out, so its writes don't count
   Status spawn;
-  std::atomic<bool> cancel{false};
+  std::atomic<bool> stop{false};
+  std::atomic<unsigned> finished{0};
   for (unsigned j = 0; j < o.numjobs; j++) {
     results[j].name = o.name;
     try {
-      threads.emplace_back([&, j] { errors[j] = RunOne(o, file.path, j, cancel, &results[j]); });
+      threads.emplace_back([&, j] {
+        errors[j] = RunOne(o, file.path, j, stop, &results[j]);
+        finished.fetch_add(1, std::memory_order_release);
+      });
     } catch (const std::system_error& e) {  // EAGAIN: a limit on threads or memory
       spawn = Status(Code::kIOError, fmt::format("job {} of --numjobs {}: cannot start a thread "
                                                  "({}); lower --numjobs",
                                                  j + 1, o.numjobs, e.what()));
-      cancel = true;  // the jobs already running stop issuing and drain
+      stop = true;  // the jobs already running stop issuing and drain
       break;
     }
+  }
+  if (hooks.poll) {
+    while (finished.load(std::memory_order_acquire) < threads.size()) {
+      if (!stop.load() && hooks.poll(false)) stop = true;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    hooks.poll(true);
   }
   for (auto& t : threads) t.join();
   IoRun run{{}, disk.Stop()};
@@ -322,11 +349,20 @@ Result<IoRun> RunIoJobs(const IoJobOptions& options) {
     run.jobs = std::move(results);
     return run;
   }
+  JobResult g = MergeJobResults(o.name, results);
+  run.jobs.push_back(std::move(g));
+  return run;
+}
+
+JobResult MergeJobResults(const std::string& name, std::span<const JobResult> results) {
   JobResult g;
-  g.name = o.name;
-  g.jobs = o.numjobs;
+  g.name = name;
+  g.jobs = 0;
   for (const auto& r : results) {
+    g.start_ns = g.jobs == 0 ? r.start_ns : std::min(g.start_ns, r.start_ns);
+    g.jobs += r.jobs;
     g.runtime_ms = std::max(g.runtime_ms, r.runtime_ms);  // fio: the slowest job's runtime
+    g.end_ns = std::max(g.end_ns, r.end_ns);
     for (auto [dst, src] : {std::pair{&g.read, &r.read}, std::pair{&g.write, &r.write}}) {
       dst->io_bytes += src->io_bytes;
       dst->ios += src->ios;
@@ -335,8 +371,7 @@ Result<IoRun> RunIoJobs(const IoJobOptions& options) {
     g.usr_cpu += r.usr_cpu;
     g.sys_cpu += r.sys_cpu;
   }
-  run.jobs.push_back(std::move(g));
-  return run;
+  return g;
 }
 
 namespace {
@@ -368,45 +403,49 @@ std::string DirText(const char* what, const DirStats& d, double runtime_ms) {
 
 }  // namespace
 
+nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r) {
+  return {{"jobname", r.name},
+          {"groupid", 0},
+          {"error", 0},
+          {"job_runtime", static_cast<uint64_t>(r.runtime_ms)},
+          {"job options",
+           {{"rw", RwName(o.rw)},
+            {"bs", std::to_string(o.bs)},
+            {"iodepth", std::to_string(o.iodepth)},
+            {"ioengine", o.ioengine},
+            {"registerfiles", o.registerfiles ? "1" : "0"},
+            {"fixedbufs", o.fixedbufs ? "1" : "0"},
+            {"sqthread_poll", o.sqthread_poll ? "1" : "0"},
+            {"iodepth_batch_submit", std::to_string(o.iodepth_batch_submit)},
+            {"direct", o.direct ? "1" : "0"},
+            {"numjobs", std::to_string(o.numjobs)}}},
+          {"read", DirJson(r.read, r.runtime_ms)},
+          {"write", DirJson(r.write, r.runtime_ms)},
+          {"usr_cpu", r.usr_cpu},
+          {"sys_cpu", r.sys_cpu}};
+}
+
 nlohmann::json JobsJson(const IoJobOptions& o, const IoRun& run) {
   nlohmann::json jobs = nlohmann::json::array();
-  for (const auto& r : run.jobs) {
-    jobs.push_back({{"jobname", r.name},
-                    {"groupid", 0},
-                    {"error", 0},
-                    {"job_runtime", static_cast<uint64_t>(r.runtime_ms)},
-                    {"job options",
-                     {{"rw", RwName(o.rw)},
-                      {"bs", std::to_string(o.bs)},
-                      {"iodepth", std::to_string(o.iodepth)},
-                      {"ioengine", o.ioengine},
-                      {"registerfiles", o.registerfiles ? "1" : "0"},
-                      {"fixedbufs", o.fixedbufs ? "1" : "0"},
-                      {"sqthread_poll", o.sqthread_poll ? "1" : "0"},
-                      {"iodepth_batch_submit", std::to_string(o.iodepth_batch_submit)},
-                      {"direct", o.direct ? "1" : "0"},
-                      {"numjobs", std::to_string(o.numjobs)}}},
-                    {"read", DirJson(r.read, r.runtime_ms)},
-                    {"write", DirJson(r.write, r.runtime_ms)},
-                    {"usr_cpu", r.usr_cpu},
-                    {"sys_cpu", r.sys_cpu}});
-  }
+  for (const auto& r : run.jobs) jobs.push_back(JobJson(o, r));
   nlohmann::json j = {{"fio version", std::string("dsbench-") + DSPACK_VERSION}, {"jobs", jobs}};
   if (run.disk) j["disk_util"] = nlohmann::json::array({run.disk->ToJson()});
   return j;
 }
 
+std::string JobText(const IoJobOptions& o, const JobResult& r) {
+  std::string s = fmt::format(
+      "{}: (groupid=0, jobs={}): err= 0: rw={}, bs={}, ioengine={}, iodepth={}, direct={}\n",
+      r.name, r.jobs, RwName(o.rw), FormatBytes(o.bs), o.ioengine, o.iodepth, o.direct ? 1 : 0);
+  s += DirText("read", r.read, r.runtime_ms);
+  s += DirText("write", r.write, r.runtime_ms);
+  s += fmt::format("  cpu          : usr={:.2f}%, sys={:.2f}%\n", r.usr_cpu, r.sys_cpu);
+  return s;
+}
+
 std::string JobsText(const IoJobOptions& o, const IoRun& run) {
   std::string s;
-  for (const auto& r : run.jobs) {
-    s += fmt::format(
-        "{}: (groupid=0, jobs={}): err= 0: rw={}, bs={}, ioengine={}, iodepth={}, "
-        "direct={}\n",
-        r.name, r.jobs, RwName(o.rw), FormatBytes(o.bs), o.ioengine, o.iodepth, o.direct ? 1 : 0);
-    s += DirText("read", r.read, r.runtime_ms);
-    s += DirText("write", r.write, r.runtime_ms);
-    s += fmt::format("  cpu          : usr={:.2f}%, sys={:.2f}%\n", r.usr_cpu, r.sys_cpu);
-  }
+  for (const auto& r : run.jobs) s += JobText(o, r);
   s += DiskUtilText(run.disk) + "\n";
   return s;
 }

@@ -24,8 +24,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,7 +50,13 @@ struct IoJobOptions {
   unsigned iodepth = 1;
   unsigned numjobs = 1;
   bool direct = false;
-  uint64_t size = 0;        // bytes of the file each job works on (and does, unless time_based)
+  uint64_t size = 0;  // bytes of the file each job works on (and does, unless time_based)
+  // Where in the file the jobs' region of `size` bytes starts (fio's offset): an MPI rank's
+  // slice of one shared file (fio's offset_increment, IOR without -F). An existing file must
+  // hold offset + size bytes; a file the run creates holds exactly that.
+  uint64_t offset = 0;
+  // The test file's name when PATH is a directory; empty: dsbench.<name>.0.
+  std::string file_name;
   double runtime = 0;       // seconds; 0 = until `size` is done
   bool time_based = false;  // keep going over the file until runtime
   double ramp_time = 0;     // seconds not counted
@@ -81,6 +89,9 @@ struct JobResult {
   double runtime_ms = 0;
   DirStats read, write;
   double usr_cpu = 0, sys_cpu = 0;  // % of one core over the runtime, as fio prints
+  // The measured window on the steady clock (ns): after ramp_time, to the last completion. A
+  // group's is the union of its jobs'. Ranks of an MPI job compare them after a common barrier.
+  int64_t start_ns = 0, end_ns = 0;
 };
 
 Result<RwMode> ParseRw(const std::string& text);
@@ -91,8 +102,41 @@ struct IoRun {
   std::optional<DiskUtil> disk;  // disk_device's activity while the jobs ran, if it has one
 };
 
+struct TestFile {
+  std::string path;
+  bool created = false;  // by this call: the caller removes it (RunIoJobs does, unless keep)
+};
+// Resolves PATH to the test file, creating and filling it (offset + size bytes) when PATH is a
+// directory and the file is not there yet; sets o.size from an existing file when it is 0. The
+// checks of the file comment apply. RunIoJobs calls it; an MPI run's rank 0 calls it to lay out
+// the one file that every rank shares.
+Result<TestFile> PrepareTestFile(IoJobOptions& o);
+
+// Callbacks into the caller's thread, for a run that is one rank of an MPI job (the CLI wires
+// them to mpi/world.h; bench/ itself never links MPI). Both optional.
+struct IoHooks {
+  // Once the test file is laid out, or failed to be (`prepared`), before any job starts and
+  // before the disk is sampled. A failed `prepared` is returned either way (after cleanup);
+  // non-OK from the hook ends the run with that status. Under MPI: every rank reports its
+  // outcome and waits for the others (the phase's start barrier), so a path missing on one rank
+  // stops all of them with their own files removed.
+  std::function<Status(const Status& prepared)> ready;
+  // About every millisecond while the jobs run, and once more when they have all finished
+  // (`finished` true). Returning true stops the jobs still running, as --runtime's end does:
+  // they issue nothing more and count what completes (stonewalling across ranks).
+  std::function<bool(bool finished)> poll;
+};
+
 // Runs the jobs.
-Result<IoRun> RunIoJobs(const IoJobOptions& options);
+Result<IoRun> RunIoJobs(const IoJobOptions& options, const IoHooks& hooks = {});
+
+// The jobs' results as one (fio's group_reporting): bytes, IOs and latencies added up, the
+// slowest job's runtime, the union of the measured windows, CPU added up.
+JobResult MergeJobResults(const std::string& name, std::span<const JobResult> results);
+
+// One entry of fio's "jobs" array (see JobsJson), and one job's block of the human report.
+nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r);
+std::string JobText(const IoJobOptions& o, const JobResult& r);
 
 // fio's JSON layout for the shared fields: {"jobs":[{"jobname","read":{io_bytes,bw_bytes,iops,
 // clat_ns:{min,max,mean,stddev,percentile:{"99.000000":N}}}, "write":{...}}], "disk_util":[{

@@ -45,6 +45,38 @@ void LatencyHistogram::Merge(const LatencyHistogram& o) {
   max_ = std::max(max_, o.max_);
 }
 
+LatencyHistogram::Parts LatencyHistogram::Export() const {
+  Parts p;
+  for (size_t i = 0; i < kBuckets; i++) {
+    if (buckets_[i] != 0) p.buckets.emplace_back(static_cast<uint32_t>(i), buckets_[i]);
+  }
+  p.count = count_;
+  p.min = min();
+  p.max = max_;
+  p.mean = mean_;
+  p.m2 = m2_;
+  return p;
+}
+
+bool LatencyHistogram::Import(const Parts& p) {
+  uint64_t total = 0;
+  int64_t last = -1;
+  for (auto [i, n] : p.buckets) {
+    if (i >= kBuckets || static_cast<int64_t>(i) <= last || n == 0) return false;
+    last = i;
+    total += n;
+  }
+  if (total != p.count || (p.count > 0 && p.min > p.max)) return false;
+  buckets_.fill(0);
+  for (auto [i, n] : p.buckets) buckets_[i] = n;
+  count_ = p.count;
+  min_ = p.count ? p.min : UINT64_MAX;
+  max_ = p.max;
+  mean_ = p.mean;
+  m2_ = p.m2;
+  return true;
+}
+
 double LatencyHistogram::stddev() const {
   return count_ > 1 ? std::sqrt(m2_ / static_cast<double>(count_ - 1)) : 0;
 }

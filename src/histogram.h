@@ -11,6 +11,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 namespace ds {
@@ -35,6 +36,19 @@ class LatencyHistogram {
 
   // fio's default percentile list.
   static const std::vector<double>& DefaultPercentiles();
+
+  // The whole state, for sending a histogram to another process (an MPI rank's results to rank
+  // 0): the non-empty buckets as (index, count) and the exact moments. Import(Export()) is the
+  // same histogram, so merging imported histograms is as exact as merging local ones.
+  struct Parts {
+    std::vector<std::pair<uint32_t, uint64_t>> buckets;  // ascending index, counts > 0
+    uint64_t count = 0, min = 0, max = 0;
+    double mean = 0, m2 = 0;
+  };
+  Parts Export() const;
+  // False (and *this unchanged) when the parts are inconsistent: an index out of range, not
+  // ascending, or bucket counts that do not add up to `count`.
+  bool Import(const Parts& p);
 
   // Bucket index of a value, and the value reported for a bucket (its middle).
   static size_t Index(uint64_t ns);

@@ -1,0 +1,156 @@
+#include "bench/ranks.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "src/human.h"
+
+namespace ds::bench {
+
+namespace {
+
+nlohmann::json DirWire(const DirStats& d) {
+  LatencyHistogram::Parts p = d.clat.Export();
+  return {{"bytes", d.io_bytes}, {"ios", d.ios},   {"n", p.count}, {"min", p.min},
+          {"max", p.max},        {"mean", p.mean}, {"m2", p.m2},   {"b", p.buckets}};
+}
+
+Status DirFromWire(const nlohmann::json& j, DirStats* d) {
+  d->io_bytes = j.at("bytes").get<uint64_t>();
+  d->ios = j.at("ios").get<uint64_t>();
+  LatencyHistogram::Parts p;
+  p.count = j.at("n").get<uint64_t>();
+  p.min = j.at("min").get<uint64_t>();
+  p.max = j.at("max").get<uint64_t>();
+  p.mean = j.at("mean").get<double>();
+  p.m2 = j.at("m2").get<double>();
+  p.buckets = j.at("b").get<std::vector<std::pair<uint32_t, uint64_t>>>();
+  if (!d->clat.Import(p)) return Status(Code::kCorruption, "a rank's latency histogram");
+  return Status::Ok();
+}
+
+double Bandwidth(const JobResult& r) {
+  double secs = r.runtime_ms / 1e3;
+  return secs > 0 ? static_cast<double>(r.read.io_bytes + r.write.io_bytes) / secs : 0;
+}
+
+}  // namespace
+
+std::string WithRank(std::string path, int rank) {
+  for (size_t p = path.find("%r"); p != std::string::npos; p = path.find("%r", p)) {
+    std::string r = std::to_string(rank);
+    path.replace(p, 2, r);
+    p += r.size();
+  }
+  return path;
+}
+
+std::string EncodeRankIo(const RankIo& r) {
+  const JobResult& j = r.result;
+  nlohmann::json w = {{"rank", r.rank},
+                      {"host", r.host},
+                      {"name", j.name},
+                      {"jobs", j.jobs},
+                      {"runtime_ms", j.runtime_ms},
+                      {"start_ns", j.start_ns},
+                      {"end_ns", j.end_ns},
+                      {"usr", j.usr_cpu},
+                      {"sys", j.sys_cpu},
+                      {"read", DirWire(j.read)},
+                      {"write", DirWire(j.write)}};
+  return w.dump();
+}
+
+Result<RankIo> DecodeRankIo(std::string_view text) {
+  try {
+    auto w = nlohmann::json::parse(text);
+    RankIo r;
+    r.rank = w.at("rank").get<int>();
+    r.host = w.at("host").get<std::string>();
+    JobResult& j = r.result;
+    j.name = w.at("name").get<std::string>();
+    j.jobs = w.at("jobs").get<unsigned>();
+    j.runtime_ms = w.at("runtime_ms").get<double>();
+    j.start_ns = w.at("start_ns").get<int64_t>();
+    j.end_ns = w.at("end_ns").get<int64_t>();
+    j.usr_cpu = w.at("usr").get<double>();
+    j.sys_cpu = w.at("sys").get<double>();
+    DS_RETURN_IF_ERROR(DirFromWire(w.at("read"), &j.read));
+    DS_RETURN_IF_ERROR(DirFromWire(w.at("write"), &j.write));
+    return r;
+  } catch (const nlohmann::json::exception& e) {
+    return Status(Code::kCorruption, std::string("a rank's results: ") + e.what());
+  }
+}
+
+ClusterIo AggregateRanks(std::vector<RankIo> ranks, bool stonewalled) {
+  ClusterIo c;
+  c.ranks = std::move(ranks);
+  c.stonewalled = stonewalled;
+  std::vector<JobResult> results;
+  for (const auto& r : c.ranks) results.push_back(r.result);
+  c.aggregate = MergeJobResults(c.ranks.front().result.name, results);
+  // IOR's aggregate: all bytes over the job's window, first start to last end.
+  c.window_ms = static_cast<double>(c.aggregate.end_ns - c.aggregate.start_ns) / 1e6;
+  c.aggregate.runtime_ms = c.window_ms;
+  std::vector<double> bws;
+  for (size_t i = 0; i < c.ranks.size(); i++) {
+    bws.push_back(Bandwidth(c.ranks[i].result));
+    if (bws[i] < bws[c.slowest]) c.slowest = i;
+  }
+  std::sort(bws.begin(), bws.end());
+  c.median_bw = bws[bws.size() / 2];
+  return c;
+}
+
+nlohmann::json ClusterJson(const IoJobOptions& o, const ClusterIo& c) {
+  nlohmann::json clients = nlohmann::json::array();
+  for (const auto& r : c.ranks) {
+    nlohmann::json j = JobJson(o, r.result);
+    j["hostname"] = r.host;
+    j["rank"] = r.rank;
+    // When this rank's measured IO began and ended, ms after the common start barrier.
+    j["window_ms"] = {{"start", static_cast<double>(r.result.start_ns) / 1e6},
+                      {"end", static_cast<double>(r.result.end_ns) / 1e6}};
+    clients.push_back(std::move(j));
+  }
+  const RankIo& slow = c.ranks[c.slowest];
+  nlohmann::json agg = JobJson(o, c.aggregate);
+  agg["jobname"] = "All clients";  // fio's name for the sum over clients
+  agg["ranks"] = c.ranks.size();
+  agg["window_ms"] = c.window_ms;
+  agg["stonewall"] = c.stonewalled;
+  agg["slowest_rank"] = {{"rank", slow.rank},
+                         {"hostname", slow.host},
+                         {"bw_bytes", static_cast<uint64_t>(Bandwidth(slow.result))},
+                         {"median_bw_bytes", static_cast<uint64_t>(c.median_bw)}};
+  return {{"fio version", std::string("dsbench-") + DSPACK_VERSION},
+          {"client_stats", clients},
+          {"aggregate", agg}};
+}
+
+std::string ClusterText(const IoJobOptions& o, const ClusterIo& c) {
+  std::string s = fmt::format("{} ranks{}:\n", c.ranks.size(),
+                              c.stonewalled ? ", stonewalled (all stopped with the first)" : "");
+  for (const auto& r : c.ranks) {
+    const JobResult& j = r.result;
+    double bw = Bandwidth(j);
+    double secs = j.runtime_ms / 1e3;
+    uint64_t ios = j.read.ios + j.write.ios;
+    s += fmt::format("  rank {:>3} {:<16} BW={}/s IOPS={} ({} in {:.0f} ms)\n", r.rank, r.host,
+                     FormatBytes(static_cast<uint64_t>(bw)),
+                     FormatCount(secs > 0 ? static_cast<double>(ios) / secs : 0),
+                     FormatBytes(j.read.io_bytes + j.write.io_bytes), j.runtime_ms);
+  }
+  s += "aggregate over the window (first start to last end, as IOR):\n";
+  s += JobText(o, c.aggregate);
+  const RankIo& slow = c.ranks[c.slowest];
+  double bw = Bandwidth(slow.result);
+  s += fmt::format("slowest rank: {} ({}) at {}/s, {:.0f} % below the median rank\n", slow.rank,
+                   slow.host, FormatBytes(static_cast<uint64_t>(bw)),
+                   c.median_bw > 0 ? (1 - bw / c.median_bw) * 100 : 0.0);
+  return s;
+}
+
+}  // namespace ds::bench

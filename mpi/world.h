@@ -1,0 +1,106 @@
+// One rank of an MPI job, or a plain process (docs/mpi.md). The only code that names MPI: linked
+// by the three CLIs, never by src/, formats/, bench/, pack/, sync/ or the Python module, and
+// built without MPI (world_none.cc) when the machine has no libopenmpi-dev or DSPACK_MPI=OFF.
+//
+// Start-up. MPI_Init runs only when a launcher's environment is present (mpirun/Open MPI's
+// OMPI_COMM_WORLD_SIZE, PMIx's PMIX_RANK, Slurm's PMI_RANK/PMI_SIZE). A plain run never calls
+// MPI: Open MPI's singleton init would spawn an orted for nothing. A build without MPI started by
+// a launcher with more than one rank refuses (N copies would each run the whole job).
+//
+// Failures (Open MPI 4.1 has no fault tolerance and no collective timeouts): a rank that fails
+// calls Fail(), which sends its message to rank 0; rank 0 prints "<tool>: rank R of N (host):
+// <message>" (and, for a JSON run, a JSON error document on stdout) and calls MPI_Abort with the
+// rank's exit code, which mpirun returns. Every collective here is nonblocking, polled about every
+// millisecond against a deadline (timeout(), default 600 s after this rank enters it); while it
+// waits, rank 0 also takes failure messages from any rank. A deadline that passes is a failure of
+// its own ("timed out waiting for ...", exit 2).
+//
+// Stonewalling: AnnounceDone() tells every other rank that this one has finished its work;
+// AnyDone() says whether some rank has (IOR's -D wear-out / mdtest's -W: all stop with the first).
+//
+// Thread-safety: call from one thread, the one that started the World (MPI_THREAD_FUNNELED).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/status.h"
+
+namespace ds::mpi {
+
+// The launcher variable found in the environment ("OMPI_COMM_WORLD_SIZE", ...), or "".
+std::string LauncherEnv();
+// True when this build has MPI.
+bool Built();
+
+class World {
+ public:
+  // See the file comment. Returns an error (kUnsupported) for a launcher with several ranks in
+  // a build without MPI.
+  static Result<std::unique_ptr<World>> Start(int* argc, char*** argv);
+  ~World();  // MPI_Finalize after the messages still in flight are settled
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool mpi() const { return mpi_; }  // false: a plain process, a world of one
+  const std::string& host() const { return host_; }
+  void set_tool(std::string tool) { tool_ = std::move(tool); }  // the prefix of its messages
+  void set_timeout(double seconds) { timeout_ = seconds; }
+  double timeout() const { return timeout_; }
+  // Rank 0 also prints a failure as a JSON document on stdout ({"error": {...}}).
+  void set_json_errors(bool on) { json_errors_ = on; }
+
+  // Collectives: every rank calls them in the same order. `what` names the wait in a timeout.
+  Status Barrier(std::string_view what);
+  // Rank 0 gets every rank's bytes, in rank order; the others get an empty vector.
+  Result<std::vector<std::string>> Gather(const std::string& mine, std::string_view what);
+  // Every rank gets root's `data` (root passes it; the others' is ignored).
+  Result<std::string> Broadcast(const std::string& data, int root, std::string_view what);
+  // Every rank gives its outcome of a step (`message` empty: it succeeded) and all learn whether
+  // every rank did: 0 if so, else the exit code of the lowest failed rank, whose message rank 0
+  // has printed as Fail does. Then each rank cleans up and returns that code from main, so
+  // nothing a rank made is left behind (an abort would kill it mid-wait). Use it where a step
+  // can fail on some ranks only (a path missing on one node).
+  int Agree(const std::string& message, int code, std::string_view what);
+  // Sum of a value over all ranks, on every rank.
+  Result<uint64_t> SumAll(uint64_t mine, std::string_view what);
+
+  // Stonewalling (see the file comment). Also takes failure messages at rank 0.
+  void AnnounceDone();
+  bool AnyDone();
+  // Rank 0: if another rank has sent its failure, prints it and aborts the job. Call it now and
+  // then during long work outside collectives, so a failed rank does not wait on rank 0.
+  void Poll();
+
+  // Ends this process's part in the job with `message` (already rendered, one line) and exit
+  // code `code`. A plain process prints "<tool>: <message>" and returns `code` for main to
+  // return. Under MPI it does not return (see the file comment).
+  int Fail(std::string_view tool, const std::string& message, int code);
+
+ private:
+  World() = default;
+  void Report(std::string_view tool, int rank, const std::string& host, const std::string& message,
+              int code);
+  [[noreturn]] void Abort(std::string_view tool, int rank, const std::string& host,
+                          const std::string& message, int code);
+  // Polls `req` (an MPI_Request*) until done; past the deadline, prints the timeout on this rank
+  // and aborts the job (rank 0 may be the one that is stuck).
+  void Wait(void* req, std::string_view what);
+
+  bool mpi_ = false;
+  int rank_ = 0, size_ = 1;
+  std::string host_;
+  std::string tool_ = "dspack";
+  double timeout_ = 600;
+  bool json_errors_ = false;
+  bool announced_ = false, done_seen_ = false;
+  struct Pending;
+  std::vector<std::unique_ptr<Pending>> pending_;  // AnnounceDone's sends
+};
+
+}  // namespace ds::mpi

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# dsbench io as the ranks of an MPI job (docs/mpi.md), through the real mpirun with 2 and 3 ranks
+# on this machine: results gathered to rank 0 add up (M5 of the issue: the aggregate's bytes and
+# IOs are the ranks' sums, its bandwidth is bytes over IOR's window), a file per rank or one
+# shared file with a region per rank, stonewalling with one rank behind the slow file system,
+# a bad path on one rank ends the job with exit 2 and that rank's message within 10 s, and a
+# plain run never starts MPI. Registered only in an MPI build.
+source "$(dirname "$0")/lib.sh"
+: "${DSBENCH:?set DSBENCH}" "${SLOWFS:?set SLOWFS}"
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+# Containers restrict ptrace, which Open MPI's CMA single-copy transport needs.
+export OMPI_MCA_btl_vader_single_copy_mechanism=none
+command -v mpirun >/dev/null || fail "needs mpirun (openmpi-bin, scripts/deps.sh)"
+run() { timeout 120 mpirun --oversubscribe -n "$@"; }
+
+# check_json FILE N SIZE: N ranks in client_stats, and the aggregate is their sum.
+check_json() {
+  $PY - "$@" <<'PY'
+import json, sys
+j = json.load(open(sys.argv[1])); n = int(sys.argv[2]); size = int(sys.argv[3])
+cs, agg = j["client_stats"], j["aggregate"]
+assert len(cs) == n and sorted(c["rank"] for c in cs) == list(range(n)), cs
+assert agg["ranks"] == n and j["dsbench"]["mpi"]["world"] == n
+for d in ("read", "write"):
+    assert agg[d]["io_bytes"] == sum(c[d]["io_bytes"] for c in cs), d
+    assert agg[d]["total_ios"] == sum(c[d]["total_ios"] for c in cs), d
+start = min(c["window_ms"]["start"] for c in cs); end = max(c["window_ms"]["end"] for c in cs)
+assert abs(agg["window_ms"] - (end - start)) < 1e-3, (agg["window_ms"], start, end)
+bw = agg["read"]["io_bytes"] * 1000 / agg["window_ms"]
+assert abs(agg["read"]["bw_bytes"] - bw) <= 1, (agg["read"]["bw_bytes"], bw)
+if size:
+    assert all(c["read"]["io_bytes"] == size for c in cs), [c["read"]["io_bytes"] for c in cs]
+# merged latencies: as many as IOs, the extremes are the ranks' extremes
+assert agg["read"]["clat_ns"]["N"] == sum(c["read"]["clat_ns"]["N"] for c in cs)
+assert agg["read"]["clat_ns"]["max"] == max(c["read"]["clat_ns"]["max"] for c in cs)
+slow = min(cs, key=lambda c: c["read"]["bw_bytes"] + c["write"]["bw_bytes"])
+assert agg["slowest_rank"]["rank"] == slow["rank"], (agg["slowest_rank"], slow["rank"])
+PY
+}
+
+# File per rank (the default), 2 ranks: each reads its own 8 MiB file, removed afterwards.
+mkdir d
+run 2 "$DSBENCH" io d --rw read --bs 256k --size 8M --output-format json > per-rank.json \
+  || fail "mpirun -n 2 dsbench io"
+check_json per-rank.json 2 $((8 << 20)) || fail "2 ranks: the aggregate is not the ranks' sum"
+[ -z "$(ls d)" ] || { ls d; fail "test files left in d"; }
+run 2 "$DSBENCH" io d --rw read --bs 256k --size 4M > per-rank.txt || fail "text report"
+grep -q "^  rank   1 " per-rank.txt && grep -q "^slowest rank: " per-rank.txt \
+  && grep -q "aggregate over the window" per-rank.txt || { cat per-rank.txt; fail "text report lines"; }
+pass "2 ranks, a file each: the aggregate is the ranks' sum over IOR's window; files removed"
+
+# One shared file, 3 ranks (an odd N), random reads for 1 s: regions at r * size.
+run 3 "$DSBENCH" io d --shared-file --rw randread --bs 4k --size 4M --runtime 1 --time_based \
+  --output-format json > shared.json || fail "mpirun -n 3 --shared-file"
+check_json shared.json 3 0 || fail "3 ranks, shared file: the aggregate is not the ranks' sum"
+[ -z "$(ls d)" ] || { ls d; fail "the shared test file was left in d"; }
+# Writes into the shared file stay inside each rank's region: the file is 3 regions long.
+run 3 "$DSBENCH" io d --shared-file --rw write --bs 64k --size 1M --keep --output-format json \
+  > shared-w.json || fail "shared write"
+[ "$(stat -c %s d/dsbench.dsbench.0)" -eq $((3 << 20)) ] || fail "shared file is not 3 x 1 MiB"
+check_json shared-w.json 3 0 || fail "shared write: sums"
+rm -f d/*
+pass "3 ranks, one shared file: regions per rank, sums hold, file removed unless --keep"
+
+# A bad path on one rank (%r: rank 2's directory is missing): exit 2 within 10 s, the message
+# names rank 2 and its path, and the other ranks' test files are gone.
+mkdir -p p0 p1
+start=$(date +%s)
+expect_exit 2 run 3 "$DSBENCH" io "$WORK/p%r" --rw read --bs 1M --size 8M --mpi-timeout 30
+[ $(( $(date +%s) - start )) -le 10 ] || fail "the failed job took more than 10 s"
+expect_err "dsbench: rank 2 of 3"
+expect_err "$WORK/p2: give an existing directory or file"
+[ -z "$(ls -A p0)$(ls -A p1)" ] || { ls p0 p1; fail "test files left behind by the failed job"; }
+expect_exit 2 run 3 "$DSBENCH" io "$WORK/p%r" --rw read --bs 1M --size 8M --output-format json
+$PY -c 'import json,sys; e=json.load(open(sys.argv[1]))["error"]; assert e["rank"] == 2 and e["exit_code"] == 2, e' \
+  "$WORK/last.out" || fail "the JSON error names rank 2"
+pass "a path missing on rank 2 of 3: exit 2 in under 10 s naming rank 2; nothing left behind"
+
+# Stonewalling: rank 1 reads through the slow file system (5 ms per read), rank 0 locally.
+# Without stonewalling rank 1 reads all its bytes; with it, rank 1 stops when rank 0 finishes,
+# and its counted IO ends within one of its reads of rank 0's end.
+if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null; then
+  mkdir -p s/0 s/1 slowsrc
+  head -c $((8 << 20)) /dev/urandom > slowsrc/dsbench.dsbench.r1.0  # the slow fs is read-only
+  pid=$("$SRC_DIR/tests/fixtures/fuse_mount.sh" "$SLOWFS" "$WORK/slowsrc" "$WORK/s/1" 1ms \
+    --read-latency 5ms) || fail "cannot mount the slow file system"
+  trap '"$SRC_DIR/tests/fixtures/fuse_mount.sh" umount "$WORK/s/1" "$pid" >/dev/null 2>&1 || true; rm -rf "$WORK"' EXIT
+  run 2 "$DSBENCH" io "$WORK/s/%r" --rw read --bs 256k --size 8M --output-format json > full.json
+  run 2 "$DSBENCH" io "$WORK/s/%r" --rw read --bs 256k --size 8M --mpi-stonewall \
+    --output-format json > sw.json
+  $PY - full.json sw.json <<'PY' || fail "stonewalling"
+import json, sys
+full, sw = (json.load(open(p)) for p in sys.argv[1:])
+size = 8 << 20
+assert [c["read"]["io_bytes"] for c in full["client_stats"]] == [size, size], "without: all bytes"
+assert sw["aggregate"]["stonewall"] is True
+r0, r1 = sw["client_stats"]
+assert r0["read"]["io_bytes"] == size, "rank 0 (local) finishes its work"
+assert r1["read"]["io_bytes"] < size, ("rank 1 stopped early", r1["read"]["io_bytes"])
+# rank 1's last counted read completed within one read (its slowest) of rank 0's end
+one_read_ms = r1["read"]["clat_ns"]["max"] / 1e6
+late = r1["window_ms"]["end"] - r0["window_ms"]["end"]
+assert late <= one_read_ms + 50, (late, one_read_ms)
+print(f"rank 1 stopped {late:.1f} ms after rank 0, one read takes up to {one_read_ms:.1f} ms")
+PY
+  pass "stonewalling: the slowed rank stops with the first, within one read of its end"
+else
+  echo "note: no /dev/fuse here; the stonewalling case did not run"
+fi
+
+# A plain run (no launcher) never initialises MPI: a singleton init would leave Open MPI's
+# session directory (ompi.*) in TMPDIR and spawn an orted.
+mkdir tmpd plain
+TMPDIR="$WORK/tmpd" "$DSBENCH" io plain --rw read --bs 256k --size 4M > plain.txt || fail "plain run"
+[ -z "$(ls -A tmpd)" ] || { ls -la tmpd; fail "a plain run started MPI"; }
+grep -q "^dsbench: (groupid=0" plain.txt || fail "the plain run's report"
+pass "a run without mpirun does not start MPI"
