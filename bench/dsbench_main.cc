@@ -103,6 +103,15 @@ int main(int argc, char** argv) try {
   storage->add_flag("--quick", quick, "Short run: a first look, not a verdict to trust");
   storage->add_flag("--json", sjson, "Print results as JSON");
   storage->add_flag("--keep", skeep, "Keep the test file");
+  std::string min_aggregate_bw = "0";
+  storage
+      ->add_option("--min-aggregate-bw", min_aggregate_bw,
+                   "Under mpirun: also require this aggregate sequential read (0 = none)")
+      ->capture_default_str();
+  storage
+      ->add_option("--mpi-timeout", mpi_timeout,
+                   "Under mpirun: seconds a rank waits for the others before it aborts")
+      ->capture_default_str();
 
   ds::bench::MetaOptions mo;
   std::string mfiles = std::to_string(mo.files), mfile_size = "4k", mphases = "all",
@@ -230,6 +239,24 @@ int main(int argc, char** argv) try {
     if (auto s = ds::SizeFlag(ssize, "--size", &so.size); !s.ok()) return Fail(s);
   }
   if (auto s = ds::DurationFlag(sruntime, "--runtime", &so.runtime); !s.ok()) return Fail(s);
+  uint64_t min_agg = 0;
+  if (auto s = ds::SizeFlag(min_aggregate_bw, "--min-aggregate-bw", &min_agg); !s.ok()) {
+    return Fail(s);
+  }
+  auto world = ds::mpi::World::Start(&argc, &argv);
+  if (!world.ok()) return Fail(world.status());
+  if ((*world)->mpi()) {
+    (*world)->set_tool(std::string(kTool));
+    (*world)->set_timeout(mpi_timeout + so.runtime);
+    (*world)->set_json_errors(sjson);
+    ds::SystemProbe probe = ds::ProbeSystem(ds::bench::WithRank(spath, (*world)->rank()));
+    so.disk_device = probe.block_device;
+    return ds::bench::RunStorageRanks(**world, so, min_agg, sjson, probe);
+  }
+  if (min_agg > 0) {
+    return Fail(ds::Status(ds::Code::kInvalidArgument,
+                           "--min-aggregate-bw is for a run under mpirun (docs/mpi.md)"));
+  }
   ds::SystemProbe probe = ds::ProbeSystem(spath);
   so.disk_device = probe.block_device;
   if (!sjson) std::fputs(probe.ToText().c_str(), stdout);

@@ -9,6 +9,7 @@
 #include "bench/ranks.h"
 #include "bench/stop.h"
 #include "src/human.h"
+#include "src/io_engine.h"
 
 namespace ds::bench {
 
@@ -24,6 +25,49 @@ int64_t SteadyNs() {
 
 int FailRank(mpi::World& world, const Status& s) {
   return world.Fail(kTool, EscapeBytes(s.message()), ExitCode(s));
+}
+
+// The hooks that make RunIoJobs one rank's part: `ready` agrees on every rank's test file (the
+// start barrier) and appends the time this rank left it to *t0; `poll` lets rank 0 take other
+// ranks' failures and, with stonewall, stops this rank when another has finished.
+IoHooks RankHooks(mpi::World& world, bool stonewall, std::vector<int64_t>* t0, int* agreed) {
+  IoHooks hooks;
+  hooks.ready = [&world, t0, agreed](const Status& prepared) {
+    *agreed = world.Agree(prepared.ok() ? "" : EscapeBytes(prepared.message()), ExitCode(prepared),
+                          "every rank's test file");
+    t0->push_back(SteadyNs());
+    return *agreed == 0 ? Status::Ok() : Status(Code::kBadInput, "another rank failed");
+  };
+  hooks.poll = [&world, stonewall](bool finished) {
+    if (finished) {
+      if (stonewall) world.AnnounceDone();
+      return false;
+    }
+    if (stonewall) return world.AnyDone();
+    world.Poll();
+    return false;
+  };
+  return hooks;
+}
+
+// This rank's jobs (merged, times relative to its start barrier at t0) to rank 0, which gets
+// them all aggregated; the other ranks get an empty ClusterIo.
+Result<ClusterIo> GatherRanks(mpi::World& world, const std::string& name,
+                              const std::vector<JobResult>& jobs, int64_t t0, bool stonewall) {
+  RankIo mine;
+  mine.rank = world.rank();
+  mine.host = world.host();
+  mine.result = MergeJobResults(name, jobs);
+  mine.result.start_ns -= t0;
+  mine.result.end_ns -= t0;
+  DS_ASSIGN_OR_RETURN(auto all, world.Gather(EncodeRankIo(mine), "the ranks' results"));
+  if (world.rank() != 0) return ClusterIo{};
+  std::vector<RankIo> ranks;
+  for (const auto& text : all) {
+    DS_ASSIGN_OR_RETURN(RankIo r, DecodeRankIo(text));
+    ranks.push_back(std::move(r));
+  }
+  return AggregateRanks(std::move(ranks), stonewall);
 }
 
 }  // namespace
@@ -67,44 +111,16 @@ int RunIoRanks(mpi::World& world, IoJobOptions o, const MpiIoFlags& flags,
   } else if (dir) {
     o.file_name = "dsbench." + o.name + ".r" + std::to_string(rank) + ".0";
   }
-  int64_t t0 = 0;
-  IoHooks hooks;
+  std::vector<int64_t> t0;
   int agreed = 0;  // non-zero: a rank failed to lay out its file; rank 0 has said which
-  hooks.ready = [&](const Status& prepared) {
-    agreed = world.Agree(prepared.ok() ? "" : EscapeBytes(prepared.message()), ExitCode(prepared),
-                         "every rank's test file");
-    t0 = SteadyNs();
-    return agreed == 0 ? Status::Ok() : Status(Code::kBadInput, "another rank failed");
-  };
-  hooks.poll = [&](bool finished) {
-    if (finished) {
-      if (flags.stonewall) world.AnnounceDone();
-      return false;
-    }
-    if (flags.stonewall) return world.AnyDone();
-    world.Poll();
-    return false;
-  };
-  auto run = RunIoJobs(o, hooks);
+  auto run = RunIoJobs(o, RankHooks(world, flags.stonewall, &t0, &agreed));
   if (agreed != 0) return agreed;  // reported by rank 0; this rank's file is removed
   if (!run.ok()) return FailRank(world, run.status());
-  RankIo mine;
-  mine.rank = rank;
-  mine.host = world.host();
-  mine.result = MergeJobResults(o.name, run->jobs);
-  mine.result.start_ns -= t0;
-  mine.result.end_ns -= t0;
-  auto all = world.Gather(EncodeRankIo(mine), "the ranks' results");
-  if (!all.ok()) return FailRank(world, all.status());
+  auto cluster = GatherRanks(world, o.name, run->jobs, t0.at(0), flags.stonewall);
+  if (!cluster.ok()) return FailRank(world, cluster.status());
   if (rank != 0) return 0;
   if (!shared_created.empty() && !o.keep) ::unlink(shared_created.c_str());
-  std::vector<RankIo> ranks;
-  for (const auto& text : *all) {
-    auto r = DecodeRankIo(text);
-    if (!r.ok()) return FailRank(world, r.status());
-    ranks.push_back(std::move(*r));
-  }
-  ClusterIo c = AggregateRanks(std::move(ranks), flags.stonewall);
+  const ClusterIo& c = *cluster;
   if (flags.json) {
     nlohmann::json j = ClusterJson(o, c);
     if (run->disk) j["disk_util"] = nlohmann::json::array({run->disk->ToJson()});
@@ -118,6 +134,57 @@ int RunIoRanks(mpi::World& world, IoJobOptions o, const MpiIoFlags& flags,
     std::fputs((DiskUtilText(run->disk) + " (rank 0's host)\n").c_str(), stdout);
   }
   return 0;
+}
+
+int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate_bw, bool json,
+                    const SystemProbe& probe) {
+  const int rank = world.rank();
+  so.path = WithRank(so.path, rank);
+  so.file_name = "dsbench.storage.r" + std::to_string(rank) + ".0";
+  // One engine for all: a rank that fell back to psync alone would run its jobs twice and
+  // take its barriers twice. Every rank tries io_uring; if one cannot, all use psync.
+  EngineOptions eo;
+  eo.depth = 32;
+  bool no_uring = !MakeEngine(so.ioengine, eo).ok();
+  auto without = world.SumAll(no_uring ? 1 : 0, "the IO engine");
+  if (!without.ok()) return FailRank(world, without.status());
+  if (*without > 0) {
+    if (rank == 0) {
+      std::fprintf(stderr, "dsbench: warning: %llu of %d ranks cannot use %s; all use psync\n",
+                   static_cast<unsigned long long>(*without), world.size(), so.ioengine.c_str());
+    }
+    so.ioengine = "psync";
+  }
+  std::vector<int64_t> t0;
+  int agreed = 0;
+  so.hooks = RankHooks(world, false, &t0, &agreed);
+  auto r = RunStorage(
+      so, [](const std::string& w) { std::fprintf(stderr, "dsbench: warning: %s\n", w.c_str()); });
+  if (agreed != 0) return agreed;
+  if (!r.ok()) return FailRank(world, r.status());
+  auto seq = GatherRanks(world, r->seq_job.name, r->seq.jobs, t0.at(0), false);
+  if (!seq.ok()) return FailRank(world, seq.status());
+  auto rnd = GatherRanks(world, r->rnd_job.name, r->rnd.jobs, t0.at(1), false);
+  if (!rnd.ok()) return FailRank(world, rnd.status());
+  int verdict = 0;
+  if (rank == 0) {
+    ClusterStorageVerdict v = JudgeCluster(*seq, *rnd, so, min_aggregate_bw);
+    if (json) {
+      nlohmann::json j = ClusterStorageJson(so, r->seq_job, r->rnd_job, *seq, *rnd, v);
+      j["probe"] = probe.ToJson();
+      j["mpi"] = {{"world", world.size()}, {"launcher", mpi::LauncherEnv()}};
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      std::fputs(probe.ToText().c_str(), stdout);
+      std::fputs(ClusterStorageText(so, *seq, *rnd, v).c_str(), stdout);
+    }
+    std::fflush(stdout);
+    verdict = v.pass() ? 0 : 1;
+  }
+  // Every rank exits with the verdict, so mpirun's exit code is the verdict's.
+  auto code = world.Broadcast(std::to_string(verdict), 0, "the verdict");
+  if (!code.ok()) return FailRank(world, code.status());
+  return std::stoi(*code);
 }
 
 }  // namespace ds::bench

@@ -6,6 +6,7 @@
 
 #include "bench/io_job.h"
 #include "bench/ranks.h"
+#include "bench/storage.h"
 #include "mpi/world.h"
 #include "src/system_probe.h"
 
@@ -21,5 +22,12 @@ struct MpiIoFlags {
 // Returns main's exit code (a failure on any rank ends the whole job through World::Fail).
 int RunIoRanks(mpi::World& world, IoJobOptions o, const MpiIoFlags& flags,
                const SystemProbe& probe);
+
+// `dsbench storage` on every rank at once (the cluster verdict, docs/mpi.md): each rank runs
+// both jobs on its own test file, starting each job on a common barrier; rank 0 judges every
+// client against the bar and the aggregate against min_aggregate_bw (0: none). Every rank
+// returns the verdict's exit code (0 PASS, 1 FAIL), so mpirun's is the verdict's.
+int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate_bw, bool json,
+                    const SystemProbe& probe);
 
 }  // namespace ds::bench

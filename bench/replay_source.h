@@ -19,8 +19,8 @@
 #include <string>
 #include <vector>
 
-#include "formats/sources/dir_source.h"
 #include "formats/layout.h"
+#include "formats/sources/dir_source.h"
 #include "src/status.h"
 
 namespace ds {

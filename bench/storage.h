@@ -13,8 +13,10 @@
 #include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "bench/io_job.h"
+#include "bench/ranks.h"
 #include "src/status.h"
 
 namespace ds::bench {
@@ -26,9 +28,12 @@ struct StorageOptions {
   uint64_t size = 0;            // test file size; 0: 8 GiB (quick: 1 GiB)
   double runtime = 0;           // seconds per test; 0: 30 (quick: 5)
   bool direct = true;
-  bool quick = false;       // a first look: defaults above and a shorter ramp
-  bool keep = false;        // keep the test file
-  std::string disk_device;  // sampled while the jobs run (SystemProbe::block_device)
+  bool quick = false;                 // a first look: defaults above and a shorter ramp
+  bool keep = false;                  // keep the test file
+  std::string disk_device;            // sampled while the jobs run (SystemProbe::block_device)
+  std::string ioengine = "io_uring";  // psync: no io_uring attempted (and no fallback needed)
+  std::string file_name = "dsbench.storage.0";  // the test file's name in a directory PATH
+  IoHooks hooks;  // passed to both jobs: one rank of an MPI job (bench/mpi_cli.h)
 };
 
 struct StorageVerdict {
@@ -63,5 +68,28 @@ Result<StorageRun> RunStorage(const StorageOptions& o,
 nlohmann::json StorageJson(const StorageOptions& o, const StorageRun& r);
 // Both jobs' fio-like summaries, then one PASS/FAIL line each.
 std::string StorageText(const StorageOptions& o, const StorageRun& r);
+
+// The cluster verdict of `mpirun -n N dsbench storage` (docs/mpi.md): every client (rank) must
+// reach the bar on its own while all run at once, and the aggregate (IOR's, over the window)
+// must reach `min_aggregate_bw` when one is given (0: none).
+struct ClusterStorageVerdict {
+  std::vector<StorageVerdict> clients;  // in rank order
+  double aggregate_bw = 0, aggregate_iops = 0;
+  uint64_t min_aggregate_bw = 0;
+  bool aggregate_pass = true;
+  size_t failing = 0;  // clients below the bar
+  bool pass() const { return failing == 0 && aggregate_pass; }
+};
+// REQUIRES: seq and rnd hold the same ranks in the same order.
+ClusterStorageVerdict JudgeCluster(const ClusterIo& seq, const ClusterIo& rnd,
+                                   const StorageOptions& bar, uint64_t min_aggregate_bw);
+// {"sequential_read": ClusterJson, "random_read": ClusterJson, "verdict": {"clients": [{rank,
+// hostname, bw_bytes, bw_pass, iops, iops_pass, pass}], "aggregate_bw_bytes", "aggregate_iops",
+// "min_aggregate_bw_bytes", "aggregate_pass", "every_client_pass", "pass", ...the bar}}.
+nlohmann::json ClusterStorageJson(const StorageOptions& o, const IoJobOptions& seq_job,
+                                  const IoJobOptions& rnd_job, const ClusterIo& seq,
+                                  const ClusterIo& rnd, const ClusterStorageVerdict& v);
+std::string ClusterStorageText(const StorageOptions& o, const ClusterIo& seq, const ClusterIo& rnd,
+                               const ClusterStorageVerdict& v);
 
 }  // namespace ds::bench

@@ -108,6 +108,28 @@ else
   echo "note: no /dev/fuse here; the stonewalling case did not run"
 fi
 
+# The cluster verdict: every client against the bar while all run, and the aggregate.
+mkdir st
+run 2 "$DSBENCH" storage st --quick --size 16M --runtime 0.5 --min-bw 1MB/s --min-iops 10 \
+  --min-aggregate-bw 2MB/s --json > st-pass.json || fail "storage -n 2 with a low bar: not PASS"
+expect_exit 1 run 2 "$DSBENCH" storage st --quick --size 16M --runtime 0.5 --min-bw 1000GB/s --json
+$PY - st-pass.json "$WORK/last.out" <<'PY' || fail "storage verdict JSON"
+import json, sys
+ok, bad = (json.load(open(p)) for p in sys.argv[1:])
+v = ok["verdict"]
+assert v["pass"] and v["every_client_pass"] and v["aggregate_pass"], v
+assert [c["rank"] for c in v["clients"]] == [0, 1] and all(c["pass"] for c in v["clients"])
+seq = ok["sequential_read"]
+assert seq["aggregate"]["read"]["io_bytes"] == sum(c["read"]["io_bytes"] for c in seq["client_stats"])
+assert abs(v["aggregate_bw_bytes"] - seq["aggregate"]["read"]["io_bytes"] * 1000 / seq["aggregate"]["window_ms"]) < 1
+b = bad["verdict"]
+assert not b["pass"] and not b["every_client_pass"] and not any(c["bw_pass"] for c in b["clients"]), b
+PY
+[ -z "$(ls -A st)" ] || { ls st; fail "storage left its test files"; }
+expect_exit 2 "$DSBENCH" storage st --quick --min-aggregate-bw 1GB/s
+expect_err "--min-aggregate-bw is for a run under mpirun"
+pass "storage under mpirun -n 2: PASS per client and aggregate, FAIL exit 1, files removed"
+
 # A plain run (no launcher) never initialises MPI: a singleton init would leave Open MPI's
 # session directory (ompi.*) in TMPDIR and spawn an orted.
 mkdir tmpd plain
