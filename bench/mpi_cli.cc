@@ -7,6 +7,7 @@
 #include <cstdio>
 
 #include "bench/ranks.h"
+#include "bench/replay_ranks.h"
 #include "bench/stop.h"
 #include "src/human.h"
 #include "src/io_engine.h"
@@ -185,6 +186,59 @@ int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate
   auto code = world.Broadcast(std::to_string(verdict), 0, "the verdict");
   if (!code.ok()) return FailRank(world, code.status());
   return std::stoi(*code);
+}
+
+int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemProbe& probe) {
+  const int rank = world.rank();
+  o.dataset = WithRank(o.dataset, rank);
+  o.rank = static_cast<uint32_t>(rank);
+  o.world = static_cast<uint32_t>(world.size());
+  o.progress = false;  // N bars on one terminal would only garble each other
+  o.before_epoch = [&world](int e) {
+    return world.Barrier("the start of epoch " + std::to_string(e));
+  };
+  ReplayResult rr;
+  Status s = RunReplay(o, &rr, [&](const ReplayResult& r) {
+    std::string need = RequirementText(o, r);
+    if (rank == 0 && !json) {
+      std::fputs(probe.ToText().c_str(), stdout);
+      if (!need.empty()) std::printf("per rank, %s\n", need.c_str());
+      std::fflush(stdout);
+    }
+  });
+  if (!s.ok()) return FailRank(world, s);
+  auto all = world.Gather(EncodeRankReplay(RankReplayOf(rank, world.host(), rr)),
+                          "the ranks' replay results");
+  if (!all.ok()) return FailRank(world, all.status());
+  int code = 0;
+  if (rank == 0) {
+    std::vector<RankReplay> ranks;
+    for (const auto& text : *all) {
+      auto r = DecodeRankReplay(text);
+      if (!r.ok()) return FailRank(world, r.status());
+      ranks.push_back(std::move(*r));
+    }
+    ClusterReplay c = AggregateReplay(std::move(ranks));
+    bool errors = false;
+    for (const auto& r : c.ranks) {
+      for (const auto& e : r.epochs) errors |= e.errors > 0;
+    }
+    if (json) {
+      nlohmann::json j = {{"dsbench",
+                           {{"probe", probe.ToJson()},
+                            {"mpi", {{"world", world.size()}, {"launcher", mpi::LauncherEnv()}}}}},
+                          {"replay_ranks", ClusterReplayJson(o, c)}};
+      std::printf("%s\n", j.dump(2).c_str());
+    } else {
+      for (const auto& n : rr.notes) std::printf("note (rank 0): %s\n", n.c_str());
+      std::fputs(ClusterReplayText(o, c).c_str(), stdout);
+    }
+    std::fflush(stdout);
+    code = c.starves() || errors ? 1 : 0;
+  }
+  auto verdict = world.Broadcast(std::to_string(code), 0, "the verdict");
+  if (!verdict.ok()) return FailRank(world, verdict.status());
+  return std::stoi(*verdict);
 }
 
 }  // namespace ds::bench

@@ -6,6 +6,7 @@
 
 #include "bench/io_job.h"
 #include "bench/ranks.h"
+#include "bench/replay.h"
 #include "bench/storage.h"
 #include "mpi/world.h"
 #include "src/system_probe.h"
@@ -29,5 +30,11 @@ int RunIoRanks(mpi::World& world, IoJobOptions o, const MpiIoFlags& flags,
 // returns the verdict's exit code (0 PASS, 1 FAIL), so mpirun's is the verdict's.
 int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate_bw, bool json,
                     const SystemProbe& probe);
+
+// `dsbench replay` as one rank of a training job across nodes: this rank reads its part of each
+// epoch (ReplayOptions::rank/world), every epoch starts on a barrier, and rank 0 prints per-rank
+// and aggregate figures and the straggler. DATASET may hold %r. Every rank returns the exit
+// code (1: the job starves or samples failed their checks).
+int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemProbe& probe);
 
 }  // namespace ds::bench

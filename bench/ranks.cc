@@ -8,17 +8,13 @@
 
 namespace ds::bench {
 
-namespace {
-
-nlohmann::json DirWire(const DirStats& d) {
-  LatencyHistogram::Parts p = d.clat.Export();
-  return {{"bytes", d.io_bytes}, {"ios", d.ios},   {"n", p.count}, {"min", p.min},
-          {"max", p.max},        {"mean", p.mean}, {"m2", p.m2},   {"b", p.buckets}};
+nlohmann::json HistogramWire(const LatencyHistogram& h) {
+  LatencyHistogram::Parts p = h.Export();
+  return {{"n", p.count},   {"min", p.min}, {"max", p.max},
+          {"mean", p.mean}, {"m2", p.m2},   {"b", p.buckets}};
 }
 
-Status DirFromWire(const nlohmann::json& j, DirStats* d) {
-  d->io_bytes = j.at("bytes").get<uint64_t>();
-  d->ios = j.at("ios").get<uint64_t>();
+Status HistogramFromWire(const nlohmann::json& j, LatencyHistogram* h) {
   LatencyHistogram::Parts p;
   p.count = j.at("n").get<uint64_t>();
   p.min = j.at("min").get<uint64_t>();
@@ -26,8 +22,23 @@ Status DirFromWire(const nlohmann::json& j, DirStats* d) {
   p.mean = j.at("mean").get<double>();
   p.m2 = j.at("m2").get<double>();
   p.buckets = j.at("b").get<std::vector<std::pair<uint32_t, uint64_t>>>();
-  if (!d->clat.Import(p)) return Status(Code::kCorruption, "a rank's latency histogram");
+  if (!h->Import(p)) return Status(Code::kCorruption, "a rank's latency histogram");
   return Status::Ok();
+}
+
+namespace {
+
+nlohmann::json DirWire(const DirStats& d) {
+  nlohmann::json j = HistogramWire(d.clat);
+  j["bytes"] = d.io_bytes;
+  j["ios"] = d.ios;
+  return j;
+}
+
+Status DirFromWire(const nlohmann::json& j, DirStats* d) {
+  d->io_bytes = j.at("bytes").get<uint64_t>();
+  d->ios = j.at("ios").get<uint64_t>();
+  return HistogramFromWire(j, &d->clat);
 }
 
 double Bandwidth(const JobResult& r) {

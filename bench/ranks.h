@@ -29,6 +29,11 @@ struct RankIo {
   JobResult result;  // start_ns/end_ns relative to the start barrier
 };
 
+// A latency histogram as JSON for the wire ({"n","min","max","mean","m2","b":[[index,count]]}),
+// and back (kCorruption when inconsistent). Lossless.
+nlohmann::json HistogramWire(const LatencyHistogram& h);
+Status HistogramFromWire(const nlohmann::json& j, LatencyHistogram* h);
+
 // Lossless: DecodeRankIo(EncodeRankIo(r)) equals r, histograms included.
 std::string EncodeRankIo(const RankIo& r);
 Result<RankIo> DecodeRankIo(std::string_view text);

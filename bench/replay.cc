@@ -15,6 +15,7 @@
 #include "bench/replay_source.h"
 #include "bench/stop.h"
 #include "bench/torch_loader.h"
+#include "formats/shard_assignment.h"
 #include "src/human.h"
 #include "src/ordered_workers.h"
 #include "src/progress.h"
@@ -145,30 +146,57 @@ Status MakeCold(ReplayOptions* o, const std::string& path, ReplaySource* src, Re
 }
 
 // The order samples are read in: shard order, or (map) a DataLoader's RandomSampler, a fresh
-// permutation every epoch.
-std::vector<uint64_t> EpochOrder(const ReplayOptions& o, uint64_t size, int epoch) {
+// permutation every epoch; one rank's part of it (see ReplayOptions::rank).
+std::vector<uint64_t> GlobalOrder(const ReplayOptions& o, uint64_t size, uint64_t n, int epoch) {
   std::vector<uint64_t> order(size);
   for (uint64_t i = 0; i < order.size(); i++) order[i] = i;
   if (o.mode == "map") {
     Rng rng(o.seed, static_cast<uint64_t>(epoch));
     for (uint64_t i = order.size(); i > 1; i--) std::swap(order[i - 1], order[rng.Below(i)]);
   }
+  order.resize(n);
   return order;
 }
+
+}  // namespace
+
+std::vector<uint64_t> RankEpochOrder(const ReplayOptions& o, uint64_t size, uint64_t n, int epoch,
+                                     const std::vector<ShardRange>& shards) {
+  std::vector<uint64_t> global = GlobalOrder(o, size, n, epoch);
+  if (o.world <= 1) return global;
+  std::vector<uint64_t> mine;
+  if (o.mode == "stream" && !shards.empty()) {
+    std::vector<uint64_t> bytes;
+    for (const auto& s : shards) bytes.push_back(s.bytes);
+    for (size_t i : AssignShards(bytes, o.rank, o.world)) {
+      for (uint64_t k = 0; k < shards[i].samples; k++) {
+        uint64_t sample = shards[i].first_sample + k;
+        if (sample < n) mine.push_back(sample);
+      }
+    }
+    return mine;
+  }
+  for (uint64_t k = o.rank; k < global.size(); k += o.world) mine.push_back(global[k]);
+  return mine;
+}
+
+namespace {
 
 // One epoch: workers read batches (ReadBatch, on the pool's threads, in any order) and one
 // consumer takes them in order (Consume, on the caller's thread), standing for the accelerator.
 class Epoch {
  public:
-  Epoch(const ReplayOptions& o, const ReplaySource& src, uint64_t n, int epoch, ReplayResult* res)
+  // `order`: the samples this process reads this epoch, in order (RankEpochOrder).
+  Epoch(const ReplayOptions& o, const ReplaySource& src, std::vector<uint64_t> order, int epoch,
+        ReplayResult* res)
       : o_(o),
         src_(src),
-        n_(n),
+        n_(order.size()),
         res_(res),
+        order_(std::move(order)),
         workers_(static_cast<size_t>(o.workers)),
-        bar_(o.progress, "samples", n) {
+        bar_(o.progress, "samples", n_) {
     ep_.epoch = epoch;
-    order_ = EpochOrder(o, src.size(), epoch);
   }
 
   Result<EpochResult> Run() {
@@ -299,7 +327,13 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
   DescribeDataset(*src, o.compute_time, res);
   if (on_start) on_start(*res);
   uint64_t n = o.max_samples ? std::min(o.max_samples, src->size()) : src->size();
-  uint64_t batches = (n + o.batch - 1) / o.batch;
+  DS_ASSIGN_OR_RETURN(std::vector<ShardRange> shards, src->ShardRanges());
+  if (o.world > 1 && o.loader == "torch") {
+    return Status(Code::kUnsupported,
+                  "`loader=torch` as one rank of several is not built yet; use the model loader");
+  }
+  uint64_t mine = o.world > 1 ? RankEpochOrder(o, src->size(), n, 1, shards).size() : n;
+  uint64_t batches = (mine + o.batch - 1) / o.batch;
   if (static_cast<uint64_t>(o.workers) > batches) {
     res->notes.push_back(fmt::format(
         "{} workers for {} batches of {} samples: the extra workers would only idle; using {}",
@@ -325,7 +359,9 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
       res->epochs.push_back(std::move(ep));
       continue;
     }
-    DS_ASSIGN_OR_RETURN(EpochResult ep, Epoch(o, *src, n, e, res).Run());
+    if (o.before_epoch) DS_RETURN_IF_ERROR(o.before_epoch(e));
+    std::vector<uint64_t> order = RankEpochOrder(o, src->size(), n, e, shards);
+    DS_ASSIGN_OR_RETURN(EpochResult ep, Epoch(o, *src, std::move(order), e, res).Run());
     res->epochs.push_back(std::move(ep));
   }
   res->interrupted = StopRequested();

@@ -28,6 +28,7 @@
 #include <vector>
 
 #include "bench/slowfs/mount.h"
+#include "formats/layout.h"
 #include "src/histogram.h"
 #include "src/status.h"
 
@@ -56,7 +57,22 @@ struct ReplayOptions {
   std::optional<SlowfsOptions> slowfs;
   // A bar per epoch on stderr (samples done, MB/s, ETA), drawn only when stderr is a terminal.
   bool progress = false;
+  // This process is rank `rank` of `world` readers of one training job (dsbench replay under
+  // MPI, docs/mpi.md). map: the epoch's global permutation (the same on every rank), rank r
+  // reading positions r, r + world, ... (torch's DistributedSampler without its padding, so
+  // every sample is read exactly once per epoch across ranks). stream: the shards
+  // AssignShards(round robin) gives the rank, each front to back (dssync's rule); a source
+  // without shards (a tree, a zip) is split as in map mode, in storage order.
+  uint32_t rank = 0, world = 1;
+  // Runs before each epoch's reads (after a cold epoch's eviction): an MPI job's barrier.
+  std::function<Status(int epoch)> before_epoch;
 };
+
+// The sample numbers that rank o.rank reads in epoch `epoch` of a dataset of `size` samples,
+// the first `n` of the global order taken (n <= size), in the order read. `shards`: the
+// dataset's shards (empty: none). Pure.
+std::vector<uint64_t> RankEpochOrder(const ReplayOptions& o, uint64_t size, uint64_t n, int epoch,
+                                     const std::vector<ShardRange>& shards);
 
 struct EpochResult {
   int epoch = 0;

@@ -171,4 +171,9 @@ Status ReplaySource::Reopen() {
   return Status::Ok();
 }
 
+Result<std::vector<ShardRange>> ReplaySource::ShardRanges() const {
+  if (!layout_) return std::vector<ShardRange>{};
+  return layout_->ShardRanges();
+}
+
 }  // namespace ds::bench

@@ -59,6 +59,8 @@ class ReplaySource {
   // open and keeps its file list: ImageFolder scans once, when the Dataset is made.
   void Close();
   Status Reopen();
+  // The shards and the samples each holds (none for a tree or a zip).
+  Result<std::vector<ShardRange>> ShardRanges() const;
   // Fraction of the dataset's pages in the page cache (mincore on a mapping of each file).
   Result<double> Residency() const;
 

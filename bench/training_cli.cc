@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "bench/compare.h"
+#include "bench/mpi_cli.h"
 #include "bench/replay.h"
 #include "bench/report_html.h"
 #include "bench/slowfs/mount.h"
@@ -21,6 +22,7 @@ struct JobFlags {
   ReplayOptions job;
   std::string workers = "4", format = "normal", compute_time, step_time;
   std::string meta_latency, read_latency;
+  double mpi_timeout = 3600;
 };
 
 struct TrainingCommands::Flags {
@@ -133,6 +135,21 @@ int RunReplayCommand(JobFlags* f) {
   auto workers = ParseWorkerList(f->workers);
   if (!workers.ok()) return Fail(workers.status());
   bool json = f->format == "json";
+  auto world = mpi::World::Start(nullptr, nullptr);
+  if (!world.ok()) return Fail(world.status());
+  if ((*world)->mpi()) {  // one rank of a training job across nodes (docs/mpi.md)
+    if (workers->size() != 1) {
+      return Fail(Status(Code::kInvalidArgument,
+                         "--workers: one value under mpirun (a sweep is for one node)"));
+    }
+    ReplayOptions o = f->job;
+    o.workers = workers->front();
+    (*world)->set_tool("dsbench");
+    (*world)->set_timeout(f->mpi_timeout);
+    (*world)->set_json_errors(json);
+    return RunReplayRanks(**world, o, json,
+                          ProbeSystem(WithRank(f->job.dataset, (*world)->rank())));
+  }
   SystemProbe probe = ProbeSystem(f->job.dataset);
   if (!json) {
     std::fputs(probe.ToText().c_str(), stdout);
@@ -192,6 +209,11 @@ TrainingCommands::TrainingCommands(CLI::App& app) : f_(std::make_unique<Flags>()
                    "tree of files")
       ->required();
   AddJobFlags(f->replay, &f->rj, false);
+  f->replay
+      ->add_option("--mpi-timeout", f->rj.mpi_timeout,
+                   "Under mpirun: seconds a rank waits for the others (an epoch's barrier) "
+                   "before it aborts the job")
+      ->capture_default_str();
 
   f->compare = app.add_subcommand(
       "compare",

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dsbench io as the ranks of an MPI job (docs/mpi.md), through the real mpirun with 2 and 3 ranks
+# dsbench io, storage and replay as the ranks of an MPI job (docs/mpi.md), through the real mpirun with 2 and 3 ranks
 # on this machine: results gathered to rank 0 add up (M5 of the issue: the aggregate's bytes and
 # IOs are the ranks' sums, its bandwidth is bytes over IOR's window), a file per rank or one
 # shared file with a region per rank, stonewalling with one rank behind the slow file system,
@@ -129,6 +129,33 @@ PY
 expect_exit 2 "$DSBENCH" storage st --quick --min-aggregate-bw 1GB/s
 expect_err "--min-aggregate-bw is for a run under mpirun"
 pass "storage under mpirun -n 2: PASS per client and aggregate, FAIL exit 1, files removed"
+
+# One training job on 3 ranks (odd N): each epoch every sample read once across the ranks (the
+# split itself is unit-tested in replay_ranks_test.cc), in map and stream mode.
+"$DSPACK" synth imagenet-like rsrc --samples 300 --seed 9 -q
+"$DSPACK" convert rsrc rds --label-from-dir --shard-size 2MiB -q
+"$DSBENCH" replay rds --epochs 1 --cache warm --workers 2 --output-format json > one.json
+for mode in map stream; do
+  run 3 "$DSBENCH" replay rds --mode "$mode" --epochs 2 --cache warm --workers 2 \
+    --output-format json > "replay-$mode.json" || fail "replay -n 3 --mode $mode"
+done
+expect_exit 1 run 2 "$DSBENCH" replay rds --epochs 1 --cache warm --samples-per-sec 100000000 \
+  --output-format json
+$PY - one.json replay-map.json replay-stream.json "$WORK/last.out" <<'PY' || fail "replay under mpirun"
+import json, sys
+one = json.load(open(sys.argv[1]))["replay"]["epochs"][0]
+for p in sys.argv[2:4]:
+    r = json.load(open(p))["replay_ranks"]
+    assert r["world"] == 3 and len(r["epochs"]) == 2, r
+    for e in r["epochs"]:
+        agg, ranks = e["aggregate"], e["ranks"]
+        assert agg["samples"] == 300 == sum(x["samples"] for x in ranks), (p, agg)
+        assert agg["bytes"] == one["bytes"] == sum(x["bytes"] for x in ranks), (p, agg, one["bytes"])
+        assert e["straggler"]["rank"] in (0, 1, 2) and e["straggler"]["reason"] in ("more bytes", "slower reads")
+starved = json.load(open(sys.argv[4]))["replay_ranks"]
+assert starved["starves"] and not starved["epochs"][0]["aggregate"]["feeds"], starved
+PY
+pass "replay under mpirun -n 3 (map, stream): all samples once per epoch; STARVES exits 1"
 
 # A plain run (no launcher) never initialises MPI: a singleton init would leave Open MPI's
 # session directory (ompi.*) in TMPDIR and spawn an orted.
