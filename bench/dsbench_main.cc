@@ -38,6 +38,7 @@ int main(int argc, char** argv) try {
       "Docs: docs/dsbench.md");
 
   ds::bench::IoJobOptions o;
+  double mpi_timeout = 600;  // --mpi-timeout of io, storage and meta
   std::string rw = "read", bs = "4k", size = "0", output_format = "normal";
   auto* io = app.add_subcommand("io", "Run one fio-style job against PATH (a directory or file)");
   io->add_option("PATH", o.path)->required();
@@ -74,7 +75,6 @@ int main(int argc, char** argv) try {
   io->add_flag("--allow-overwrite", o.allow_overwrite,
                "Allow a write job on an existing file PATH (its bytes are overwritten)");
   ds::bench::MpiIoFlags mpi_io;
-  double mpi_timeout = 600;
   io->add_flag("--shared-file", mpi_io.shared_file,
                "Under mpirun: one test file, rank r's --size bytes at offset r*size (IOR "
                "without -F); default: a file per rank, PATH/dsbench.<name>.r<rank>.0");
@@ -134,6 +134,13 @@ int main(int argc, char** argv) try {
       ->capture_default_str();
   meta->add_flag("--keep", mo.keep, "Keep the files (what the remove phase did not remove)");
   meta->add_option("--output-format", mformat, "normal|json")->capture_default_str();
+  bool shared_dir = false;
+  meta->add_flag("--shared-dir", shared_dir,
+                 "Under mpirun: all ranks in one directory (mdtest's default); default: a "
+                 "directory per rank (mdtest -u)");
+  meta->add_option("--mpi-timeout", mpi_timeout,
+                   "Under mpirun: seconds a rank waits for the others at a phase's barrier")
+      ->capture_default_str();
 
   ds::bench::TrainingCommands training(app);  // replay, compare, slowfs
 
@@ -158,10 +165,20 @@ int main(int argc, char** argv) try {
       if (!phases.ok()) return Fail(phases.status());
       mo.phases = *phases;
     }
+    bool json = mformat == "json";
+    auto world = ds::mpi::World::Start(&argc, &argv);
+    if (!world.ok()) return Fail(world.status());
+    if ((*world)->mpi()) {
+      (*world)->set_tool(std::string(kTool));
+      (*world)->set_timeout(mpi_timeout);
+      (*world)->set_json_errors(json);
+      ds::SystemProbe probe = ds::ProbeSystem(ds::bench::WithRank(mo.path, (*world)->rank()));
+      mo.disk_device = probe.block_device;
+      return ds::bench::RunMetaRanks(**world, mo, shared_dir, json, probe);
+    }
     if (auto s = ds::bench::CheckMetaPlan(mo); !s.ok()) return Fail(s);
     ds::SystemProbe probe = ds::ProbeSystem(mo.path);
     mo.disk_device = probe.block_device;
-    bool json = mformat == "json";
     if (!json) {
       std::fputs(probe.ToText().c_str(), stdout);
       std::fputs(ds::bench::MetaPlanText(mo).c_str(), stdout);

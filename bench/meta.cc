@@ -23,6 +23,7 @@
 namespace ds::bench {
 
 std::string MetaRoot(const MetaOptions& o) {
+  if (!o.root_name.empty()) return o.path + "/" + o.root_name;
   return fmt::format("{}/dsbench-meta.{}", o.path, ::getpid());
 }
 
@@ -182,6 +183,7 @@ class MetaRun {
   Clock::time_point start_;
   std::optional<DiskStat> disk_start_;
   std::array<MetaPhaseResult, kMetaPhaseCount> results_;
+  Status hook_error_;  // before_phase stopped the run (another rank failed)
 };
 
 std::optional<DiskStat> SampleDisk(const std::string& device) noexcept {
@@ -196,6 +198,23 @@ std::optional<DiskStat> SampleDisk(const std::string& device) noexcept {
 
 void MetaRun::PhaseStart() noexcept {
   halt_ = StopRequested() || failed_.load();
+  if (o_.before_phase) {
+    Status so_far;
+    for (auto& w : workers_) {
+      if (!w->error.ok()) so_far = w->error;
+    }
+    if (so_far.ok() && StopRequested()) so_far = Status(Code::kIOError, "interrupted");
+    try {
+      Status s = o_.before_phase(phases_[phase_index_], so_far);
+      if (!s.ok()) {
+        if (so_far.ok()) hook_error_ = s;
+        halt_ = true;
+      }
+    } catch (...) {  // bad_alloc in a barrier completion: stop the run
+      hook_error_ = Status(Code::kIOError, "out of memory at the start of a phase");
+      halt_ = true;
+    }
+  }
   if (halt_) return;
   for (auto& w : workers_) {
     w->ops = 0;
@@ -227,7 +246,7 @@ void MetaRun::PhaseEnd() noexcept {
 }
 
 Status MetaRun::Setup(Worker& w) {
-  w.dir = fmt::format("{}/{}", root_, Name('t', w.index).buf);
+  w.dir = fmt::format("{}/{}", root_, Name('t', o_.thread_base + w.index).buf);
   if (::mkdir(w.dir.c_str(), 0755) != 0) return Status::FromErrno(errno, w.dir + ": mkdir");
   w.tdir_made = true;
   DS_ASSIGN_OR_RETURN(w.tfd, OpenFile(w.dir, O_RDONLY | O_DIRECTORY));
@@ -409,7 +428,7 @@ void MetaRun::Thread(Worker& w, Barrier& start, Barrier& end) {
 }
 
 Result<MetaResult> MetaRun::Run() {
-  if (::mkdir(root_.c_str(), 0755) != 0) {
+  if (!o_.root_exists && ::mkdir(root_.c_str(), 0755) != 0) {
     if (errno == EEXIST) {
       return Status(Code::kAlreadyExists, root_ + ": exists (left by an earlier run?); remove it");
     }
@@ -434,7 +453,7 @@ Result<MetaResult> MetaRun::Run() {
   for (auto& w : workers_) {
     if (!w->cleanup_note.empty() && r.cleanup_note.empty()) r.cleanup_note = w->cleanup_note;
   }
-  if (!o_.keep && ::rmdir(root_.c_str()) != 0 && r.cleanup_note.empty()) {
+  if (!o_.keep && !o_.root_exists && ::rmdir(root_.c_str()) != 0 && r.cleanup_note.empty()) {
     r.cleanup_note = Status::FromErrno(errno, root_ + ": rmdir").message();
   }
   for (auto& w : workers_) {
@@ -443,6 +462,7 @@ Result<MetaResult> MetaRun::Run() {
       return Status(w->error.code(), w->error.message() + left, w->error.err());
     }
   }
+  if (!hook_error_.ok()) return hook_error_;
   for (size_t i = 0; i < phase_index_; i++) r.phases.push_back(std::move(results_[i]));
   r.interrupted = StopRequested();
   return r;

@@ -31,6 +31,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -66,6 +67,18 @@ struct MetaOptions {
   // Block device sampled in /proc/diskstats around each phase (SystemProbe::block_device);
   // empty: none.
   std::string disk_device;
+  // One rank of an MPI job (docs/mpi.md). root_name: the run's directory under PATH (empty:
+  // dsbench-meta.<pid>); root_exists: it was made by another rank (a directory shared by all
+  // ranks, mdtest's default): neither made nor removed here; thread_base: the first thread
+  // number, so that t<N> stays unique across ranks sharing the directory.
+  std::string root_name;
+  bool root_exists = false;
+  unsigned thread_base = 0;
+  // At the start of each phase, run by one thread while the others wait, with this process's
+  // outcome so far (an error of a thread, or a stop): non-OK stops the run before the phase,
+  // with that status returned. Under MPI: every rank reports and all meet (the phase's
+  // barrier), so that an error on one rank stops them all, each removing its own files.
+  std::function<Status(MetaPhase, const Status& so_far)> before_phase;
 };
 
 // "create,stat,read,readdir,remove" or any subset that includes create, in any order; the

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "bench/meta_ranks.h"
 #include "bench/ranks.h"
 #include "bench/replay_ranks.h"
 #include "bench/stop.h"
@@ -239,6 +240,73 @@ int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemPr
   auto verdict = world.Broadcast(std::to_string(code), 0, "the verdict");
   if (!verdict.ok()) return FailRank(world, verdict.status());
   return std::stoi(*verdict);
+}
+
+int RunMetaRanks(mpi::World& world, MetaOptions mo, bool shared_dir, bool json,
+                 const SystemProbe& probe) {
+  const int rank = world.rank();
+  mo.path = WithRank(mo.path, rank);
+  // One name for the job, from rank 0's pid: a directory per rank (mdtest -u) or one for all.
+  auto pid = world.Broadcast(std::to_string(::getpid()), 0, "the run's name");
+  if (!pid.ok()) return FailRank(world, pid.status());
+  mo.root_name = "dsbench-meta." + *pid;
+  // Every rank's plan (PATH, free space and inodes) is agreed on before anything is made.
+  Status plan = CheckMetaPlan(mo);
+  int code = world.Agree(plan.ok() ? "" : EscapeBytes(plan.message()), ExitCode(plan),
+                         "every rank's plan");
+  if (code != 0) return code;
+  if (shared_dir) {
+    mo.root_exists = true;
+    mo.thread_base = static_cast<unsigned>(rank) * mo.threads;
+    std::string made;  // rank 0 makes the shared directory; its failure is everyone's
+    if (rank == 0 && ::mkdir(MetaRoot(mo).c_str(), 0755) != 0) {
+      made = EscapeBytes(Status::FromErrno(errno, MetaRoot(mo) + ": mkdir").message());
+    }
+    if (int c = world.Agree(made, 2, "the shared directory"); c != 0) return c;
+  } else {
+    mo.root_name += ".r" + std::to_string(rank);
+  }
+  int agreed = 0;
+  mo.before_phase = [&world, &agreed](MetaPhase p, const Status& so_far) {
+    agreed = world.Agree(so_far.ok() ? "" : EscapeBytes(so_far.message()), ExitCode(so_far),
+                         std::string("the start of the ") + MetaPhaseName(p) + " phase");
+    return agreed == 0 ? Status::Ok() : Status(Code::kBadInput, "another rank failed");
+  };
+  auto r = RunMeta(mo);
+  if (agreed != 0) return agreed;  // reported by rank 0; this rank's files are removed
+  if (!r.ok()) return FailRank(world, r.status());
+  RankMeta mine{rank, world.host(), r->phases};
+  auto all = world.Gather(EncodeRankMeta(mine), "the ranks' meta results");
+  if (!all.ok()) return FailRank(world, all.status());
+  if (!r->cleanup_note.empty()) {
+    std::fprintf(stderr, "dsbench: warning: rank %d: cleanup: %s\n", rank, r->cleanup_note.c_str());
+  }
+  if (rank != 0) return 0;
+  if (shared_dir && !mo.keep && ::rmdir(MetaRoot(mo).c_str()) != 0) {
+    std::fprintf(stderr, "dsbench: warning: cleanup: %s\n",
+                 Status::FromErrno(errno, MetaRoot(mo) + ": rmdir").message().c_str());
+  }
+  std::vector<RankMeta> ranks;
+  for (const auto& text : *all) {
+    auto d = DecodeRankMeta(text);
+    if (!d.ok()) return FailRank(world, d.status());
+    ranks.push_back(std::move(*d));
+  }
+  auto phases = AggregateMeta(ranks);
+  if (json) {
+    nlohmann::json j = {{"dsbench",
+                         {{"probe", probe.ToJson()},
+                          {"interrupted", StopRequested()},
+                          {"mpi", {{"world", world.size()}, {"launcher", mpi::LauncherEnv()}}}}},
+                        {"meta", MetaJson(mo, *r)},
+                        {"meta_ranks", ClusterMetaJson(ranks, phases, shared_dir)}};
+    std::printf("%s\n", j.dump(2).c_str());
+  } else {
+    std::fputs(probe.ToText().c_str(), stdout);
+    std::fputs(("rank 0: " + MetaPlanText(mo)).c_str(), stdout);
+    std::fputs(ClusterMetaText(ranks, phases, shared_dir).c_str(), stdout);
+  }
+  return 0;
 }
 
 }  // namespace ds::bench

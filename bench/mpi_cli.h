@@ -5,6 +5,7 @@
 #include <string>
 
 #include "bench/io_job.h"
+#include "bench/meta.h"
 #include "bench/ranks.h"
 #include "bench/replay.h"
 #include "bench/storage.h"
@@ -36,5 +37,12 @@ int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate
 // and aggregate figures and the straggler. DATASET may hold %r. Every rank returns the exit
 // code (1: the job starves or samples failed their checks).
 int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemProbe& probe);
+
+// `dsbench meta` on every rank (mdtest's model): a directory per rank (mdtest -u) or, with
+// shared_dir, one directory for all (mdtest's default, made and removed by rank 0); each phase
+// starts on a barrier across ranks; rank 0 prints the aggregate per phase (all ops over the
+// slowest rank's time) and each rank's rate.
+int RunMetaRanks(mpi::World& world, MetaOptions mo, bool shared_dir, bool json,
+                 const SystemProbe& probe);
 
 }  // namespace ds::bench

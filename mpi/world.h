@@ -18,7 +18,8 @@
 // Stonewalling: AnnounceDone() tells every other rank that this one has finished its work;
 // AnyDone() says whether some rank has (IOR's -D wear-out / mdtest's -W: all stop with the first).
 //
-// Thread-safety: call from one thread, the one that started the World (MPI_THREAD_FUNNELED).
+// Thread-safety: call from one thread at a time (MPI_THREAD_SERIALIZED): the main thread, or a
+// worker while the main thread waits for it (dsbench meta's phase barrier runs on a worker).
 #pragma once
 
 #include <cstdint>

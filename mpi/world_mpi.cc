@@ -35,7 +35,7 @@ Result<std::unique_ptr<World>> World::Start(int* argc, char*** argv) {
   w->host_ = HostName();
   if (LauncherEnv().empty()) return w;  // a plain run: no singleton init
   int provided = 0;
-  if (MPI_Init_thread(argc, argv, MPI_THREAD_FUNNELED, &provided) != MPI_SUCCESS) {
+  if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
     return Status(Code::kIOError, "MPI_Init_thread failed under " + LauncherEnv());
   }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);

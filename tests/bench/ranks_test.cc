@@ -7,9 +7,12 @@
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
+#include <filesystem>
 #include <vector>
 
+#include "bench/meta_ranks.h"
 #include "src/random.h"
+#include "test_util.h"
 
 using namespace ds;
 using namespace ds::bench;
@@ -143,4 +146,54 @@ TEST_CASE("the aggregate adds the ranks up over IOR's window", "[bench]") {
 TEST_CASE("%r in a path is the rank", "[bench]") {
   CHECK(WithRank("/scratch/%r/x%r", 12) == "/scratch/12/x12");
   CHECK(WithRank("/plain", 3) == "/plain");
+}
+
+TEST_CASE("meta ranks: wire, sums over the slowest rank's time", "[bench]") {
+  std::vector<RankMeta> ranks;
+  for (int r = 0; r < 3; r++) {
+    RankMeta m{r, "h" + std::to_string(r), {}};
+    for (MetaPhase p : {MetaPhase::kCreate, MetaPhase::kStat}) {
+      MetaPhaseResult x;
+      x.phase = p;
+      x.ops = 100;
+      x.seconds = r == 1 ? 2.0 : 1.0;
+      for (int i = 0; i < 100; i++) x.lat.Add(1000 + static_cast<uint64_t>(r) * 100);
+      m.phases.push_back(std::move(x));
+    }
+    auto d = DecodeRankMeta(EncodeRankMeta(m));
+    REQUIRE(d.ok());
+    ranks.push_back(std::move(*d));
+  }
+  auto phases = AggregateMeta(ranks);
+  REQUIRE(phases.size() == 2);
+  CHECK(phases[1].phase == MetaPhase::kStat);
+  CHECK(phases[0].ops == 300);
+  CHECK(phases[0].seconds == 2.0);
+  CHECK(ranks[phases[0].slowest].rank == 1);
+  CHECK(phases[0].lat.count() == 300);
+  auto j = ClusterMetaJson(ranks, phases, true);
+  CHECK(j["phases"][0]["ops_per_sec"].get<double>() == Approx(150));
+  CHECK(j["phases"][0]["name"] == "create");
+  CHECK_FALSE(DecodeRankMeta(R"({"rank":0,"host":"x","phases":[{"phase":9}]})").ok());
+}
+
+TEST_CASE("meta's before_phase hook stops the run and its files go", "[bench]") {
+  test::TempDir dir;
+  MetaOptions o;
+  o.path = dir.path();
+  o.files = 20;
+  o.threads = 2;
+  o.files_per_dir = 10;
+  std::vector<MetaPhase> seen;
+  o.before_phase = [&](MetaPhase p, const Status& so_far) {
+    REQUIRE(so_far.ok());
+    seen.push_back(p);
+    if (p == MetaPhase::kRead) return Status(Code::kBadInput, "another rank failed");
+    return Status::Ok();
+  };
+  auto r = RunMeta(o);
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message() == "another rank failed");
+  CHECK(seen == std::vector<MetaPhase>{MetaPhase::kCreate, MetaPhase::kStat, MetaPhase::kRead});
+  CHECK(std::filesystem::is_empty(dir.path()));  // the created files were removed
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dsbench io, storage and replay as the ranks of an MPI job (docs/mpi.md), through the real mpirun with 2 and 3 ranks
+# dsbench io, storage, meta and replay as the ranks of an MPI job (docs/mpi.md), through the real mpirun with 2 and 3 ranks
 # on this machine: results gathered to rank 0 add up (M5 of the issue: the aggregate's bytes and
 # IOs are the ranks' sums, its bandwidth is bytes over IOR's window), a file per rank or one
 # shared file with a region per rank, stonewalling with one rank behind the slow file system,
@@ -129,6 +129,35 @@ PY
 expect_exit 2 "$DSBENCH" storage st --quick --min-aggregate-bw 1GB/s
 expect_err "--min-aggregate-bw is for a run under mpirun"
 pass "storage under mpirun -n 2: PASS per client and aggregate, FAIL exit 1, files removed"
+
+# mdtest's model: each phase on a barrier across ranks; a directory per rank (mdtest -u) with 2
+# ranks, one shared directory with 3; the aggregate's ops are the ranks' sum; nothing is left.
+mkdir md
+run 2 "$DSBENCH" meta md --files 300 --threads 2 --files-per-dir 100 --output-format json \
+  > meta-u.json || fail "meta -n 2"
+run 3 "$DSBENCH" meta md --files 200 --threads 1 --shared-dir --output-format json \
+  > meta-shared.json || fail "meta -n 3 --shared-dir"
+$PY - meta-u.json meta-shared.json <<'PY' || fail "meta under mpirun"
+import json, sys
+for path, n, per_rank, shared in ((sys.argv[1], 2, 600, False), (sys.argv[2], 3, 200, True)):
+    m = json.load(open(path))["meta_ranks"]
+    assert m["world"] == n and m["shared_dir"] is shared, m
+    names = [p["name"] for p in m["phases"]]
+    assert names == ["create", "stat", "read", "readdir", "remove"], names
+    for p in m["phases"]:
+        assert p["ops"] == sum(r["ops"] for r in p["ranks"]), p
+        if p["name"] != "readdir":
+            assert all(r["ops"] == per_rank for r in p["ranks"]), (path, p["name"], p["ranks"])
+        assert p["seconds"] == max(r["seconds"] for r in p["ranks"])
+        assert abs(p["ops_per_sec"] - p["ops"] / p["seconds"]) < 1e-6 * p["ops_per_sec"] + 1e-9
+        assert p["lat_ns"]["N"] == sum(r["ops"] for r in p["ranks"]) or p["name"] == "readdir"
+PY
+[ -z "$(ls -A md)" ] || { ls -la md; fail "meta left directories behind"; }
+mkdir -p mp0
+expect_exit 2 run 2 "$DSBENCH" meta "$WORK/mp%r" --files 100 --threads 1
+expect_err "dsbench: rank 1 of 2"
+[ -z "$(ls -A mp0)" ] || { ls -la mp0; fail "meta left rank 0's directory behind after rank 1 failed"; }
+pass "meta under mpirun: per-rank and shared directories, sums per phase, a bad path on rank 1 exits 2"
 
 # One training job on 3 ranks (odd N): each epoch every sample read once across the ranks (the
 # split itself is unit-tested in replay_ranks_test.cc), in map and stream mode.
