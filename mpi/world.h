@@ -62,6 +62,8 @@ class World {
   Result<std::vector<std::string>> Gather(const std::string& mine, std::string_view what);
   // Every rank gets root's `data` (root passes it; the others' is ignored).
   Result<std::string> Broadcast(const std::string& data, int root, std::string_view what);
+  // The same in place, without a copy: root's *data is sent, every other rank's is replaced.
+  Status BroadcastInPlace(std::string* data, int root, std::string_view what);
   // Every rank gives its outcome of a step (`message` empty: it succeeded) and all learn whether
   // every rank did: 0 if so, else the exit code of the lowest failed rank, whose message rank 0
   // has printed as Fail does. Then each rank cleans up and returns that code from main, so

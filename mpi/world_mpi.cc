@@ -20,7 +20,8 @@ namespace {
 
 constexpr int kTagFail = 7101;  // a rank's failure, to rank 0: LE32 exit code, host, '\n', message
 constexpr int kTagDone = 7102;  // stonewalling: the sender has finished its work (no payload)
-constexpr uint64_t kChunk = 1u << 30;  // MPI counts are ints: broadcast in pieces of 1 GiB
+constexpr uint64_t kChunk = 1u << 30;   // MPI counts are ints: broadcast in pieces of 1 GiB
+constexpr uint64_t kSpinPolls = 20000;  // about 10-50 ms of yield-polling before sleeping
 
 }  // namespace
 
@@ -115,6 +116,7 @@ void World::Wait(void* r, std::string_view what) {
   auto deadline = std::chrono::steady_clock::now() +
                   std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                       std::chrono::duration<double>(timeout_));
+  uint64_t polls = 0;
   while (true) {
     int done = 0;
     if (MPI_Test(req, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS) {
@@ -129,7 +131,14 @@ void World::Wait(void* r, std::string_view what) {
                 ": another rank is stuck or dead (raise the MPI timeout if the work is that long)",
             2);
     }
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
+    // MPI progresses a large message (a broadcast's segments) only inside calls like MPI_Test:
+    // poll at full speed (yielding the core) for the first moments of a wait, then back off to
+    // a short sleep so that a rank waiting long (a barrier behind a slow rank) costs no core.
+    if (++polls < kSpinPolls) {
+      std::this_thread::yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
   }
 }
 
@@ -175,18 +184,24 @@ Result<std::vector<std::string>> World::Gather(const std::string& mine, std::str
 }
 
 Result<std::string> World::Broadcast(const std::string& data, int root, std::string_view what) {
-  if (!mpi_) return data;
-  uint64_t n = rank_ == root ? data.size() : 0;
+  std::string out = rank_ == root ? data : std::string();
+  DS_RETURN_IF_ERROR(BroadcastInPlace(&out, root, what));
+  return out;
+}
+
+Status World::BroadcastInPlace(std::string* data, int root, std::string_view what) {
+  if (!mpi_) return Status::Ok();
+  uint64_t n = rank_ == root ? data->size() : 0;
   MPI_Request req;
   MPI_Ibcast(&n, 1, MPI_UINT64_T, root, MPI_COMM_WORLD, &req);
   Wait(&req, what);
-  std::string out = rank_ == root ? data : std::string(n, '\0');
+  if (rank_ != root) data->resize(n);
   for (uint64_t off = 0; off < n; off += kChunk) {
     int k = static_cast<int>(std::min(kChunk, n - off));
-    MPI_Ibcast(out.data() + off, k, MPI_BYTE, root, MPI_COMM_WORLD, &req);
+    MPI_Ibcast(data->data() + off, k, MPI_BYTE, root, MPI_COMM_WORLD, &req);
     Wait(&req, what);
   }
-  return out;
+  return Status::Ok();
 }
 
 int World::Agree(const std::string& message, int code, std::string_view what) {

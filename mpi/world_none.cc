@@ -43,6 +43,7 @@ void World::Report(std::string_view tool, int, const std::string&, const std::st
                    int) {
   std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(tool.size()), tool.data(), message.c_str());
 }
+Status World::BroadcastInPlace(std::string*, int, std::string_view) { return Status::Ok(); }
 Result<uint64_t> World::SumAll(uint64_t mine, std::string_view) { return mine; }
 void World::AnnounceDone() { announced_ = true; }
 bool World::AnyDone() { return false; }

@@ -13,12 +13,29 @@
 #include <new>
 #include <nlohmann/json.hpp>
 
+#include "mpi/world.h"
 #include "src/cli_args.h"
 #include "src/human.h"
 #include "sync/staged.h"
 #include "sync/syncer.h"
 
 namespace {
+
+// dssync --fanout's channel (sync/fanout.h) over the MPI job: rank 0 is the reader.
+class WorldChannel : public ds::sync::FanoutChannel {
+ public:
+  explicit WorldChannel(ds::mpi::World& w) : w_(w) {}
+  bool root() const override { return w_.rank() == 0; }
+  ds::Result<uint64_t> CountTrue(bool mine) override {
+    return w_.SumAll(mine ? 1 : 0, "the ranks that need a file");
+  }
+  ds::Status Share(std::string* bytes) override {
+    return w_.BroadcastInPlace(bytes, 0, "a chunk from rank 0");
+  }
+
+ private:
+  ds::mpi::World& w_;
+};
 
 // The library's option fields (src/status.h, RenderOptionNames) as this CLI's flags.
 constexpr ds::OptionName kFlags[] = {
@@ -157,6 +174,10 @@ int main(int argc, char** argv) try {
   mb_opt->excludes(fr_opt);
   app.add_option("--version-name", o.version_name,
                  "stage into DST/NAME, then switch the DST/current symlink to it");
+  bool fanout = false;
+  app.add_flag("--fanout", fanout,
+               "under mpirun: every rank stages the whole dataset into its own DST (%r: the "
+               "rank), and SRC is read once, by rank 0, which broadcasts each chunk");
   app.add_flag("--json", json, "print a JSON summary");
   app.add_flag("-q,--quiet", quiet, "print only errors");
   app.add_flag("--no-space-check", no_space_check)->group("");  // tests: force ENOSPC mid-copy
@@ -182,8 +203,37 @@ int main(int argc, char** argv) try {
   o.warn = [](const std::string& w) {
     std::fprintf(stderr, "dssync: warning: %s\n", Render(w).c_str());
   };
+  auto started = ds::mpi::World::Start(&argc, &argv);
+  if (!started.ok()) return Fail(started.status());
+  ds::mpi::World& w = **started;
+  w.set_tool(std::string(kTool));
+  w.set_json_errors(json);
+  std::unique_ptr<WorldChannel> channel;
+  if (w.mpi()) {
+    for (std::string* path : {&o.src, &o.dst}) {  // %r: this rank's own path
+      for (size_t p = path->find("%r"); p != std::string::npos; p = path->find("%r", p)) {
+        path->replace(p, 2, std::to_string(w.rank()));
+      }
+    }
+    if (fanout) {
+      if (*r_opt || *w_opt || mb_opt->count() > 0 || *fr_opt) {
+        return w.Fail(kTool,
+                      "--fanout stages the whole dataset on every rank: drop --rank, "
+                      "--world, --max-bytes and --fraction",
+                      2);
+      }
+      channel = std::make_unique<WorldChannel>(w);
+      o.fanout = channel.get();
+      if (w.rank() != 0) o.progress = false;
+    }
+  } else if (fanout) {
+    return Fail(ds::Status(ds::Code::kInvalidArgument,
+                           "--fanout needs an MPI job: run it under mpirun or srun (docs/mpi.md)"));
+  }
   auto r = ds::sync::Sync(o);
-  if (!r.ok()) return Fail(r.status());
+  if (!r.ok()) {
+    return w.Fail(kTool, Render(r.status().message()), ds::ExitCode(r.status()));
+  }
   int rc = ReportErrors(r->errors);
   if (json || !quiet) PrintSummary(*r, json);
   return rc;

@@ -13,6 +13,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "formats/shard_assignment.h"
@@ -194,8 +195,12 @@ Result<SyncReport> Sync(const SyncOptions& o) {
                      v == kCurrentName || v.rfind(".dssync-", 0) == 0)) {
     return Status(Code::kInvalidArgument, "`version_name` " + v + ": must be a plain name");
   }
-  DS_ASSIGN_OR_RETURN(r.rank,
-                      ResolveRank(o.rank, o.world, [](const char* n) { return std::getenv(n); }));
+  if (o.fanout) {  // every rank stages the whole dataset
+    r.rank = RankWorld{0, 1, "fanout"};
+  } else {
+    DS_ASSIGN_OR_RETURN(r.rank,
+                        ResolveRank(o.rank, o.world, [](const char* n) { return std::getenv(n); }));
+  }
   DS_ASSIGN_OR_RETURN(Plan plan, BuildPlan(o.src, PlanOptions{o.follow_symlinks, o.threads}));
   r.manifest = plan.manifest;
   r.errors = plan.errors;
@@ -221,6 +226,7 @@ Result<SyncReport> Sync(const SyncOptions& o) {
   if (auto m = LoadStagedManifest(r.target); m.ok()) known.staged = std::move(*m);
 
   StagedManifest staged;
+  std::vector<PlanFile> planned = files;  // before skipping: the fan-out's common list
   files = SkipUnchanged(o, r.target, std::move(files), known, &staged, &r);
   if (o.space_check) DS_RETURN_IF_ERROR(CheckSpace(r.target, files));
   for (const auto& f : files) {
@@ -249,7 +255,16 @@ Result<SyncReport> Sync(const SyncOptions& o) {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   });
-  std::vector<CopyResult> results = CopyFiles(files, co);
+  std::vector<CopyResult> results;
+  if (o.fanout) {
+    std::set<std::string> left;
+    for (const auto& f : files) left.insert(f.rel);
+    std::vector<bool> needed;
+    for (const auto& f : planned) needed.push_back(left.count(f.rel) > 0);
+    results = FanoutCopy(planned, needed, co, o.fanout);
+  } else {
+    results = CopyFiles(files, co);
+  }
   copying = false;
   monitor.join();
 

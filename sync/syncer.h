@@ -26,6 +26,7 @@
 #include "formats/shard_assignment.h"
 #include "src/status.h"
 #include "sync/copier.h"
+#include "sync/fanout.h"
 #include "sync/plan.h"
 
 namespace ds::sync {
@@ -49,6 +50,9 @@ struct SyncOptions {
   bool space_check = true;
   bool progress = false;
   std::function<void(const std::string&)> warn;  // one-line warnings
+  // dssync --fanout under MPI (sync/fanout.h): every rank stages every file (no rank split),
+  // and only rank 0 reads SRC's data. Null: the normal copy.
+  FanoutChannel* fanout = nullptr;
 };
 
 struct SyncReport {

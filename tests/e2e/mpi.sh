@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# dsbench io, storage, meta and replay as the ranks of an MPI job (docs/mpi.md), through the real mpirun with 2 and 3 ranks
+# dsbench io, storage, meta and replay, and dssync --fanout, as the ranks of an MPI job (docs/mpi.md), through the real mpirun with 2 and 3 ranks
 # on this machine: results gathered to rank 0 add up (M5 of the issue: the aggregate's bytes and
 # IOs are the ranks' sums, its bandwidth is bytes over IOR's window), a file per rank or one
 # shared file with a region per rank, stonewalling with one rank behind the slow file system,
 # a bad path on one rank ends the job with exit 2 and that rank's message within 10 s, and a
 # plain run never starts MPI. Registered only in an MPI build.
 source "$(dirname "$0")/lib.sh"
-: "${DSBENCH:?set DSBENCH}" "${SLOWFS:?set SLOWFS}"
+: "${DSBENCH:?set DSBENCH}" "${SLOWFS:?set SLOWFS}" "${DSSYNC:?set DSSYNC}"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Containers restrict ptrace, which Open MPI's CMA single-copy transport needs.
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
@@ -185,6 +185,36 @@ starved = json.load(open(sys.argv[4]))["replay_ranks"]
 assert starved["starves"] and not starved["epochs"][0]["aggregate"]["feeds"], starved
 PY
 pass "replay under mpirun -n 3 (map, stream): all samples once per epoch; STARVES exits 1"
+
+# dssync --fanout: 3 ranks stage the whole dataset, each into its own DST (%r); the source
+# (behind the slow file system, whose daemon counts the bytes it serves) is read once, by rank 0.
+if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null; then
+  mkdir fmnt
+  FO_LOG="$WORK/fanout-slowfs.log"
+  fpid=$(SLOWFS_LOG="$FO_LOG" "$SRC_DIR/tests/fixtures/fuse_mount.sh" "$SLOWFS" "$WORK/rds" \
+    "$WORK/fmnt" 1ms --read-latency 1ms) || fail "cannot mount the slow file system"
+  run 3 "$DSSYNC" --fanout "$WORK/fmnt" "$WORK/fdst%r" -q || fail "dssync --fanout -n 3"
+  run 3 "$DSSYNC" --fanout "$WORK/fmnt" "$WORK/fdst%r" --json > fanout-again.json \
+    || fail "dssync --fanout again"
+  "$SRC_DIR/tests/fixtures/fuse_mount.sh" umount "$WORK/fmnt" "$fpid" || fail "umount"
+  for r in 0 1 2; do
+    "$DSSYNC" verify "fdst$r" -q || fail "fdst$r does not verify"
+    for f in rds/*; do cmp -s "$f" "fdst$r/${f#rds/}" || fail "fdst$r: ${f#rds/} differs"; done
+  done
+  data=$(find rds -type f -printf '%s\n' | awk '{s += $1} END {print s}')
+  served=$(sed -n 's/.* read=[0-9]* (\([0-9]*\) bytes).*/\1/p' "$FO_LOG")
+  [ -n "$served" ] || { cat "$FO_LOG"; fail "no read count in the slow file system's log"; }
+  # Once: the data plus what each rank's plan reads of the metadata, far below 3 copies.
+  [ "$served" -ge "$data" ] && [ "$served" -lt $((data + data / 5)) ] \
+    || fail "the source served $served bytes for a $data-byte dataset staged 3 times"
+  $PY -c 'import sys, json; r = [json.loads(l) for l in open(sys.argv[1])]; assert len(r) == 3 and all(x["files"] == 0 and x["skipped_unchanged"] > 0 for x in r), r' \
+    fanout-again.json || fail "a second --fanout copied files again"
+  pass "dssync --fanout -n 3: every DST verifies; the source served $served bytes for $data (once)"
+else
+  echo "note: no /dev/fuse here; the fan-out case did not run"
+fi
+expect_exit 2 "$DSSYNC" --fanout rds fdst-plain
+expect_err "--fanout needs an MPI job"
 
 # A plain run (no launcher) never initialises MPI: a singleton init would leave Open MPI's
 # session directory (ompi.*) in TMPDIR and spawn an orted.

@@ -1,6 +1,7 @@
 // sync/copier.h on real files: byte-identical copies (one task per file, and the chunks of a file
 // in parallel), their XXH3-64, the manifest hash check, a source that changed since the plan or
-// keeps changing, and resume from an interrupted run's journaled chunks.
+// keeps changing, and resume from an interrupted run's journaled chunks; FanoutCopy (sync/fanout.h)
+// with a one-rank channel: needed files only, verified, a changed source reported.
 #include "sync/copier.h"
 
 #include <fcntl.h>
@@ -19,6 +20,7 @@
 
 #include "src/checksum.h"
 #include "src/random.h"
+#include "sync/fanout.h"
 #include "test_util.h"
 
 using namespace ds;
@@ -272,4 +274,61 @@ TEST_CASE("CopyFiles resumes from an interrupted run's journaled chunks in its t
   REQUIRE(::utimensat(AT_FDCWD, (src / "f").c_str(), ts, 0) == 0);
   files = {PlanOf(src.path(), "f")};
   CHECK(resumed() == 0);
+}
+
+namespace {
+
+// A job of one rank (the root): the collectives are trivial, so the fan-out's own logic shows.
+struct SoloChannel : FanoutChannel {
+  bool root() const override { return true; }
+  Result<uint64_t> CountTrue(bool mine) override {
+    calls++;
+    return mine ? 1 : 0;
+  }
+  Status Share(std::string* bytes) override {
+    calls++;
+    shared += bytes->size();
+    return Status::Ok();
+  }
+  int calls = 0;
+  uint64_t shared = 0;
+};
+
+}  // namespace
+
+TEST_CASE("FanoutCopy stages what is needed, verified, and reads nothing else", "[sync]") {
+  Stage s;
+  const std::string big = Content(3 * kChunk + 77, 5), small = Content(1000, 6);
+  test::WriteFile(s.src / "big.bin", big);
+  test::WriteFile(s.src / "small.bin", small);
+  test::WriteFile(s.src / "bad.bin", "not what the manifest says");
+  test::WriteFile(s.src / "skip.bin", Content(5000, 7));
+  std::vector<PlanFile> files{PlanOf(s.src.path(), "big.bin"), PlanOf(s.src.path(), "small.bin"),
+                              PlanOf(s.src.path(), "bad.bin"), PlanOf(s.src.path(), "skip.bin")};
+  files[0].expected_xxh3 = Xxh3_64(big.data(), big.size());
+  files[2].expected_xxh3 = 12345;
+  SoloChannel ch;
+  auto results = FanoutCopy(files, {true, true, true, false}, s.Options(4), &ch);
+  REQUIRE(results.size() == 3);  // the needed files only
+  CHECK(results[0].status.ok());
+  CHECK(results[0].verified);
+  CHECK(test::ReadFile(s.dst / "big.bin") == big);
+  CHECK(results[1].status.ok());
+  CHECK(test::ReadFile(s.dst / "small.bin") == small);
+  CHECK(results[2].status.code() == Code::kCorruption);
+  CHECK_FALSE(Exists(s.dst / "bad.bin"));
+  CHECK_FALSE(Exists(s.dst / "skip.bin"));
+  CHECK(TmpFiles(s.dst.path()).empty());
+  // the plan fingerprint, then per file: who needs it, its chunks and its verdict; skip.bin
+  // was needed by nobody, so none of its bytes went out.
+  CHECK(ch.shared < big.size() + small.size() + 200);
+  CHECK(JournalOf(s.dst.path(), "big.bin", 'F').size() == 1);
+
+  // A file that changed since the plan: every rank reports it, nothing under its final name.
+  test::WriteFile(s.src / "small.bin", small + "more");
+  SoloChannel ch2;
+  auto again = FanoutCopy({files[1]}, {true}, s.Options(4), &ch2);
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].status.code() == Code::kBadInput);
+  CHECK(again[0].status.message().find("changed during copy") != std::string::npos);
 }
