@@ -81,6 +81,10 @@ int main(int argc, char** argv) try {
   io->add_flag("--mpi-stonewall", mpi_io.stonewall,
                "Under mpirun: all ranks stop when the first one finishes, and only the IO done "
                "by then counts (IOR's -D wear-out, mdtest's -W)");
+  io->add_option("--repetitions", mpi_io.repetitions,
+                 "Under mpirun: run the job this many times (IOR's -i) and report min/max/mean")
+      ->check(CLI::Range(1u, 1000u))
+      ->capture_default_str();
   io->add_option("--mpi-timeout", mpi_timeout,
                  "Under mpirun: seconds a rank waits for the others at a barrier or a gather "
                  "before it aborts the job")

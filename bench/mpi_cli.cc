@@ -113,18 +113,32 @@ int RunIoRanks(mpi::World& world, IoJobOptions o, const MpiIoFlags& flags,
   } else if (dir) {
     o.file_name = "dsbench." + o.name + ".r" + std::to_string(rank) + ".0";
   }
-  std::vector<int64_t> t0;
-  int agreed = 0;  // non-zero: a rank failed to lay out its file; rank 0 has said which
-  auto run = RunIoJobs(o, RankHooks(world, flags.stonewall, &t0, &agreed));
-  if (agreed != 0) return agreed;  // reported by rank 0; this rank's file is removed
-  if (!run.ok()) return FailRank(world, run.status());
-  auto cluster = GatherRanks(world, o.name, run->jobs, t0.at(0), flags.stonewall);
-  if (!cluster.ok()) return FailRank(world, cluster.status());
+  // IOR's -i: the same job `repetitions` times, each starting on its own barrier; the test
+  // file is laid out once and kept between them.
+  std::vector<ClusterIo> reps;
+  Result<IoRun> run = Status(Code::kInternal, "no repetition ran");
+  const bool keep = o.keep;
+  // A file per rank that the first repetition makes is this rank's to remove after the last.
+  std::string own_file = dir && !shared ? o.path + "/" + o.file_name : "";
+  if (!own_file.empty() && ::access(own_file.c_str(), F_OK) == 0) own_file.clear();
+  for (unsigned i = 0; i < flags.repetitions; i++) {
+    o.keep = keep || i + 1 < flags.repetitions;
+    std::vector<int64_t> t0;
+    int agreed = 0;  // non-zero: a rank failed to lay out its file; rank 0 has said which
+    run = RunIoJobs(o, RankHooks(world, flags.stonewall, &t0, &agreed));
+    if (agreed != 0) return agreed;  // reported by rank 0; this rank's file is removed
+    if (!run.ok()) return FailRank(world, run.status());
+    auto cluster = GatherRanks(world, o.name, run->jobs, t0.at(0), flags.stonewall);
+    if (!cluster.ok()) return FailRank(world, cluster.status());
+    reps.push_back(std::move(*cluster));
+  }
+  if (!own_file.empty() && !keep) ::unlink(own_file.c_str());
   if (rank != 0) return 0;
-  if (!shared_created.empty() && !o.keep) ::unlink(shared_created.c_str());
-  const ClusterIo& c = *cluster;
+  if (!shared_created.empty() && !keep) ::unlink(shared_created.c_str());
+  const ClusterIo& c = reps.back();
   if (flags.json) {
     nlohmann::json j = ClusterJson(o, c);
+    if (reps.size() > 1) j["repetitions"] = RepetitionsJson(reps);
     if (run->disk) j["disk_util"] = nlohmann::json::array({run->disk->ToJson()});
     j["dsbench"] = {{"probe", probe.ToJson()},
                     {"interrupted", StopRequested()},
@@ -132,7 +146,9 @@ int RunIoRanks(mpi::World& world, IoJobOptions o, const MpiIoFlags& flags,
     std::printf("%s\n", j.dump(2).c_str());
   } else {
     std::fputs(probe.ToText().c_str(), stdout);
+    if (reps.size() > 1) std::fputs("last repetition:\n", stdout);
     std::fputs(ClusterText(o, c).c_str(), stdout);
+    if (reps.size() > 1) std::fputs(RepetitionsText(reps).c_str(), stdout);
     std::fputs((DiskUtilText(run->disk) + " (rank 0's host)\n").c_str(), stdout);
   }
   return 0;

@@ -17,6 +17,7 @@ namespace ds::bench {
 struct MpiIoFlags {
   bool shared_file = false;  // one file, rank r's region at r * size (IOR without -F)
   bool stonewall = false;    // all ranks stop when the first finishes
+  unsigned repetitions = 1;  // IOR's -i: the job this many times, min/max/mean of each figure
   bool json = false;
 };
 

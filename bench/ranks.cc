@@ -164,4 +164,56 @@ std::string ClusterText(const IoJobOptions& o, const ClusterIo& c) {
   return s;
 }
 
+namespace {
+
+struct RepFigures {
+  std::vector<double> bw, iops;
+};
+
+RepFigures Figures(const std::vector<ClusterIo>& reps) {
+  RepFigures f;
+  for (const auto& c : reps) {
+    const JobResult& a = c.aggregate;
+    double secs = c.window_ms / 1e3;
+    f.bw.push_back(secs > 0 ? static_cast<double>(a.read.io_bytes + a.write.io_bytes) / secs : 0);
+    f.iops.push_back(secs > 0 ? static_cast<double>(a.read.ios + a.write.ios) / secs : 0);
+  }
+  return f;
+}
+
+nlohmann::json MinMaxMean(const std::vector<double>& v) {
+  double sum = 0;
+  for (double x : v) sum += x;
+  return {{"min", *std::min_element(v.begin(), v.end())},
+          {"max", *std::max_element(v.begin(), v.end())},
+          {"mean", sum / static_cast<double>(v.size())}};
+}
+
+}  // namespace
+
+nlohmann::json RepetitionsJson(const std::vector<ClusterIo>& reps) {
+  RepFigures f = Figures(reps);
+  nlohmann::json runs = nlohmann::json::array();
+  for (size_t i = 0; i < reps.size(); i++) {
+    runs.push_back({{"bw_bytes", f.bw[i]}, {"iops", f.iops[i]}, {"window_ms", reps[i].window_ms}});
+  }
+  return {{"runs", runs}, {"bw_bytes", MinMaxMean(f.bw)}, {"iops", MinMaxMean(f.iops)}};
+}
+
+std::string RepetitionsText(const std::vector<ClusterIo>& reps) {
+  nlohmann::json j = RepetitionsJson(reps);
+  auto rate = [](const nlohmann::json& m) {
+    return fmt::format("min {}/s  max {}/s  mean {}/s",
+                       FormatBytes(static_cast<uint64_t>(m["min"].get<double>())),
+                       FormatBytes(static_cast<uint64_t>(m["max"].get<double>())),
+                       FormatBytes(static_cast<uint64_t>(m["mean"].get<double>())));
+  };
+  auto count = [](const nlohmann::json& m) {
+    return fmt::format("min {}  max {}  mean {}", FormatCount(m["min"].get<double>()),
+                       FormatCount(m["max"].get<double>()), FormatCount(m["mean"].get<double>()));
+  };
+  return fmt::format("{} repetitions (aggregate over each window):\n  bw    {}\n  iops  {}\n",
+                     reps.size(), rate(j["bw_bytes"]), count(j["iops"]));
+}
+
 }  // namespace ds::bench

@@ -50,6 +50,12 @@ struct ClusterIo {
 // REQUIRES: !ranks.empty().
 ClusterIo AggregateRanks(std::vector<RankIo> ranks, bool stonewalled);
 
+// The same job run several times (IOR's -i): per repetition the aggregate bandwidth (bytes/s),
+// IOPS and window, and their min, max and mean: {"runs": [{"bw_bytes", "iops", "window_ms"}],
+// "bw_bytes": {"min", "max", "mean"}, "iops": {...}}. REQUIRES: !reps.empty().
+nlohmann::json RepetitionsJson(const std::vector<ClusterIo>& reps);
+std::string RepetitionsText(const std::vector<ClusterIo>& reps);
+
 // fio's client/server JSON: {"fio version", "client_stats": [a job object per rank, with
 // "hostname", "rank" and "window_ms": {start, end}], "aggregate": {a job object over the window,
 // "ranks", "window_ms", "slowest_rank", "stonewall"}}.

@@ -47,7 +47,12 @@ check_json per-rank.json 2 $((8 << 20)) || fail "2 ranks: the aggregate is not t
 run 2 "$DSBENCH" io d --rw read --bs 256k --size 4M > per-rank.txt || fail "text report"
 grep -q "^  rank   1 " per-rank.txt && grep -q "^slowest rank: " per-rank.txt \
   && grep -q "aggregate over the window" per-rank.txt || { cat per-rank.txt; fail "text report lines"; }
-pass "2 ranks, a file each: the aggregate is the ranks' sum over IOR's window; files removed"
+run 2 "$DSBENCH" io d --rw read --bs 256k --size 4M --repetitions 3 --output-format json > reps.json \
+  || fail "--repetitions 3"
+$PY -c 'import json,sys; r=json.load(open(sys.argv[1]))["repetitions"]; b=r["bw_bytes"]; assert len(r["runs"]) == 3 and b["min"] <= b["mean"] <= b["max"] and b["min"] > 0, r' \
+  reps.json || fail "--repetitions: 3 runs with min <= mean <= max"
+[ -z "$(ls d)" ] || { ls d; fail "test files left in d after --repetitions"; }
+pass "2 ranks, a file each: the aggregate is the ranks' sum over IOR's window; --repetitions; files removed"
 
 # One shared file, 3 ranks (an odd N), random reads for 1 s: regions at r * size.
 run 3 "$DSBENCH" io d --shared-file --rw randread --bs 4k --size 4M --runtime 1 --time_based \
