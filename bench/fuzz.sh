@@ -16,7 +16,7 @@ HARNESSES=("$@")
 [ ${#HARNESSES[@]} -gt 0 ] || HARNESSES=(layout native_shard lmdb zip archive journal meta)
 source scripts/deps.sh
 CC=clang CXX=clang++ BUILD_TYPE=RelWithDebInfo dspack_build build-fuzz -DDSPACK_FUZZ=ON \
-  -DDSPACK_SANITIZE=ON -DDSPACK_PYTHON=OFF -DDSPACK_MICRO_BENCH=OFF -DDSPACK_WERROR=OFF \
+  -DDSPACK_SANITIZE=ON -DDSPACK_PYTHON=OFF -DDSPACK_MICRO_BENCH=OFF -DDSPACK_WERROR=OFF -DDSPACK_MPI=OFF \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" > /dev/null
 W=build-fuzz/fuzz-work
 mkdir -p "$W"
