@@ -26,6 +26,12 @@ constexpr ds::OptionName kFlags[] = {{"ioengine=io_uring", "--ioengine io_uring"
 
 int Fail(const ds::Status& s) { return ds::Fail(kTool, s, kFlags); }
 
+// A flag that only means something for the ranks of an MPI job, given to a plain run.
+ds::Status NeedsMpi(std::string_view flag) {
+  return ds::Status(ds::Code::kInvalidArgument,
+                    std::string(flag) + " is for a run under mpirun or srun (docs/mpi.md)");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -180,6 +186,7 @@ int main(int argc, char** argv) try {
       mo.disk_device = probe.block_device;
       return ds::bench::RunMetaRanks(**world, mo, shared_dir, json, probe);
     }
+    if (shared_dir) return Fail(NeedsMpi("--shared-dir"));
     if (auto s = ds::bench::CheckMetaPlan(mo); !s.ok()) return Fail(s);
     ds::SystemProbe probe = ds::ProbeSystem(mo.path);
     mo.disk_device = probe.block_device;
@@ -228,6 +235,9 @@ int main(int argc, char** argv) try {
       o.disk_device = probe.block_device;
       return ds::bench::RunIoRanks(**world, o, mpi_io, probe);
     }
+    if (mpi_io.shared_file) return Fail(NeedsMpi("--shared-file"));
+    if (mpi_io.stonewall) return Fail(NeedsMpi("--mpi-stonewall"));
+    if (mpi_io.repetitions > 1) return Fail(NeedsMpi("--repetitions"));
     ds::SystemProbe probe = ds::ProbeSystem(o.path);
     o.disk_device = probe.block_device;
     auto r = ds::bench::RunIoJobs(o);
@@ -275,8 +285,7 @@ int main(int argc, char** argv) try {
     return ds::bench::RunStorageRanks(**world, so, min_agg, sjson, probe);
   }
   if (min_agg > 0) {
-    return Fail(ds::Status(ds::Code::kInvalidArgument,
-                           "--min-aggregate-bw is for a run under mpirun (docs/mpi.md)"));
+    return Fail(NeedsMpi("--min-aggregate-bw"));
   }
   ds::SystemProbe probe = ds::ProbeSystem(spath);
   so.disk_device = probe.block_device;

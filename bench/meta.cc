@@ -241,7 +241,9 @@ void MetaRun::PhaseEnd() noexcept {
     }
   }
   r.interrupted = StopRequested() && r.ops < o_.files * o_.threads;
-  halt_ = StopRequested() || failed_.load();
+  // With before_phase, the next phase's start decides (across ranks, under MPI): stopping here
+  // would skip that agreement on this rank only.
+  halt_ = !o_.before_phase && (StopRequested() || failed_.load());
   phase_index_++;
 }
 

@@ -126,11 +126,18 @@ int RunIoRanks(mpi::World& world, IoJobOptions o, const MpiIoFlags& flags,
     std::vector<int64_t> t0;
     int agreed = 0;  // non-zero: a rank failed to lay out its file; rank 0 has said which
     run = RunIoJobs(o, RankHooks(world, flags.stonewall, &t0, &agreed));
-    if (agreed != 0) return agreed;  // reported by rank 0; this rank's file is removed
+    if (agreed != 0) {  // reported by rank 0; RunIoJobs removed what it made this time
+      if (!own_file.empty() && !keep) ::unlink(own_file.c_str());
+      if (!shared_created.empty() && !keep) ::unlink(shared_created.c_str());
+      return agreed;
+    }
     if (!run.ok()) return FailRank(world, run.status());
     auto cluster = GatherRanks(world, o.name, run->jobs, t0.at(0), flags.stonewall);
     if (!cluster.ok()) return FailRank(world, cluster.status());
     reps.push_back(std::move(*cluster));
+    if (flags.stonewall) {
+      if (Status s = world.EndRound(); !s.ok()) return FailRank(world, s);
+    }
   }
   if (!own_file.empty() && !keep) ::unlink(own_file.c_str());
   if (rank != 0) return 0;
@@ -180,6 +187,7 @@ int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate
       so, [](const std::string& w) { std::fprintf(stderr, "dsbench: warning: %s\n", w.c_str()); });
   if (agreed != 0) return agreed;
   if (!r.ok()) return FailRank(world, r.status());
+  // One barrier per job (RunStorage does not fall back to psync under hooks): t0[0], t0[1].
   auto seq = GatherRanks(world, r->seq_job.name, r->seq.jobs, t0.at(0), false);
   if (!seq.ok()) return FailRank(world, seq.status());
   auto rnd = GatherRanks(world, r->rnd_job.name, r->rnd.jobs, t0.at(1), false);
@@ -211,8 +219,12 @@ int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemPr
   o.rank = static_cast<uint32_t>(rank);
   o.world = static_cast<uint32_t>(world.size());
   o.progress = false;  // N bars on one terminal would only garble each other
-  o.before_epoch = [&world](int e) {
-    return world.Barrier("the start of epoch " + std::to_string(e));
+  // Every rank at each epoch's start, where they also agree to stop (Ctrl-C reaches each rank
+  // at its own moment; one that stopped alone would leave the others at this barrier).
+  o.before_epoch = [&world](int e) -> Result<bool> {
+    DS_ASSIGN_OR_RETURN(uint64_t stopping, world.SumAll(StopRequested() ? 1 : 0,
+                                                        "the start of epoch " + std::to_string(e)));
+    return stopping == 0;
   };
   ReplayResult rr;
   Status s = RunReplay(o, &rr, [&](const ReplayResult& r) {
@@ -289,7 +301,16 @@ int RunMetaRanks(mpi::World& world, MetaOptions mo, bool shared_dir, bool json,
     return agreed == 0 ? Status::Ok() : Status(Code::kBadInput, "another rank failed");
   };
   auto r = RunMeta(mo);
-  if (agreed != 0) return agreed;  // reported by rank 0; this rank's files are removed
+  if (agreed != 0) {  // reported by rank 0; this rank's files are removed
+    if (shared_dir && rank == 0 && !mo.keep) {
+      // The others may still be removing theirs: wait for them, then the directory.
+      (void)world.Barrier("every rank's cleanup");
+      ::rmdir(MetaRoot(mo).c_str());
+    } else if (shared_dir) {
+      (void)world.Barrier("every rank's cleanup");
+    }
+    return agreed;
+  }
   if (!r.ok()) return FailRank(world, r.status());
   RankMeta mine{rank, world.host(), r->phases};
   auto all = world.Gather(EncodeRankMeta(mine), "the ranks' meta results");

@@ -350,7 +350,7 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
         o.workers,
         res->kind == "tree" ? "torchvision ImageFolder, raw bytes" : "dspack.torch.MapDataset"));
   }
-  for (int e = 1; e <= o.epochs && !StopRequested(); e++) {
+  for (int e = 1; e <= o.epochs && (o.before_epoch || !StopRequested()); e++) {
     if (o.cache == "cold") DS_RETURN_IF_ERROR(MakeCold(&o, path, src.get(), res));
     if (torch) {
       DS_ASSIGN_OR_RETURN(double residency, src->Residency());
@@ -359,7 +359,10 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
       res->epochs.push_back(std::move(ep));
       continue;
     }
-    if (o.before_epoch) DS_RETURN_IF_ERROR(o.before_epoch(e));
+    if (o.before_epoch) {
+      DS_ASSIGN_OR_RETURN(bool go, o.before_epoch(e));
+      if (!go) break;
+    }
     std::vector<uint64_t> order = RankEpochOrder(o, src->size(), n, e, shards);
     DS_ASSIGN_OR_RETURN(EpochResult ep, Epoch(o, *src, std::move(order), e, res).Run());
     res->epochs.push_back(std::move(ep));

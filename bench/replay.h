@@ -64,8 +64,10 @@ struct ReplayOptions {
   // AssignShards(round robin) gives the rank, each front to back (dssync's rule); a source
   // without shards (a tree, a zip) is split as in map mode, in storage order.
   uint32_t rank = 0, world = 1;
-  // Runs before each epoch's reads (after a cold epoch's eviction): an MPI job's barrier.
-  std::function<Status(int epoch)> before_epoch;
+  // Runs before each epoch's reads (after a cold epoch's eviction), whether or not a stop was
+  // requested here: an MPI job's barrier, where the ranks also agree whether to go on (false:
+  // every rank stops before this epoch). Without it, a stop request ends the run locally.
+  std::function<Result<bool>(int epoch)> before_epoch;
 };
 
 // The sample numbers that rank o.rank reads in epoch `epoch` of a dataset of `size` samples,

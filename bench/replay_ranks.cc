@@ -19,6 +19,9 @@ double Median(std::vector<double> v) {
 
 double PerSecond(double n, double seconds) { return seconds > 0 ? n / seconds : 0; }
 
+// A ratio to the median rank below this is not a cause.
+constexpr double kNoise = 1.05;
+
 }  // namespace
 
 RankReplay RankReplayOf(int rank, const std::string& host, const ReplayResult& r) {
@@ -126,7 +129,11 @@ ClusterReplay AggregateReplay(std::vector<RankReplay> ranks) {
     double mb = Median(bytes), ml = Median(lat);
     ce.bytes_ratio = mb > 0 ? static_cast<double>(s.bytes) / mb : 1;
     ce.latency_ratio = ml > 0 ? s.sample_lat.mean() / ml : 1;
-    ce.reason = ce.bytes_ratio >= ce.latency_ratio ? "more bytes" : "slower reads";
+    if (std::max(ce.bytes_ratio, ce.latency_ratio) < kNoise) {
+      ce.reason = "neither more bytes nor slower reads (its CPU or scheduling)";
+    } else {
+      ce.reason = ce.bytes_ratio >= ce.latency_ratio ? "more bytes" : "slower reads";
+    }
     c.epochs.push_back(std::move(ce));
   }
   return c;

@@ -7,7 +7,7 @@
 // start on a common barrier), against the required rate x world. The straggler is the rank
 // whose epoch took longest; why it is slow is the larger of two ratios to the median rank: the
 // bytes it read (more bytes: an unbalanced split) or its mean per-sample read latency (slower
-// reads: its node, link or storage path).
+// reads: its node, link or storage path); neither, when both are within 5 % of the median.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -51,7 +51,7 @@ struct ClusterEpoch {
   size_t straggler = 0;                 // index into ClusterReplay::ranks
   double median_seconds = 0;
   double bytes_ratio = 1, latency_ratio = 1;  // the straggler's, to the median rank's
-  std::string reason;                         // "more bytes" or "slower reads"
+  std::string reason;                         // "more bytes", "slower reads" or "neither ..."
 };
 
 struct ClusterReplay {

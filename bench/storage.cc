@@ -14,7 +14,10 @@ namespace {
 Result<IoRun> RunWithFallback(IoJobOptions* o, const IoHooks& hooks,
                               const std::function<void(const std::string&)>& warn) {
   auto r = RunIoJobs(*o, hooks);
-  if (!r.ok() && r.status().code() == Code::kUnsupported && o->ioengine == "io_uring") {
+  // Not with hooks (one rank of an MPI job): a second run would meet its barrier twice; the
+  // ranks agreed on the engine before.
+  if (!r.ok() && r.status().code() == Code::kUnsupported && o->ioengine == "io_uring" &&
+      !hooks.ready) {
     warn(r.status().message() + "; falling back to psync");
     o->ioengine = "psync";
     return RunIoJobs(*o, hooks);

@@ -17,6 +17,10 @@
 //
 // Stonewalling: AnnounceDone() tells every other rank that this one has finished its work;
 // AnyDone() says whether some rank has (IOR's -D wear-out / mdtest's -W: all stop with the first).
+// EndRound() settles a round's messages before the next one (a repetition).
+//
+// The destructor meets every rank at a last barrier (which takes failures, so a rank that fails
+// after the job's last collective is still reported by rank 0) before MPI_Finalize.
 //
 // Thread-safety: call from one thread at a time (MPI_THREAD_SERIALIZED): the main thread, or a
 // worker while the main thread waits for it (dsbench meta's phase barrier runs on a worker).
@@ -76,6 +80,9 @@ class World {
   // Stonewalling (see the file comment). Also takes failure messages at rank 0.
   void AnnounceDone();
   bool AnyDone();
+  // Collective: ends a stonewalled round (a repetition). Every rank receives the announcements
+  // still meant for it and its own sends complete, so the next round starts clean.
+  Status EndRound();
   // Rank 0: if another rank has sent its failure, prints it and aborts the job. Call it now and
   // then during long work outside collectives, so a failed rank does not wait on rank 0.
   void Poll();
@@ -102,6 +109,8 @@ class World {
   double timeout_ = 600;
   bool json_errors_ = false;
   bool announced_ = false, done_seen_ = false;
+  int round_ = 0;          // stonewall rounds: a tag each, so no round sees another's messages
+  uint64_t received_ = 0;  // announcements received this round
   struct Pending;
   std::vector<std::unique_ptr<Pending>> pending_;  // AnnounceDone's sends
 };

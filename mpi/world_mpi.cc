@@ -19,7 +19,7 @@ std::string HostName();
 namespace {
 
 constexpr int kTagFail = 7101;  // a rank's failure, to rank 0: LE32 exit code, host, '\n', message
-constexpr int kTagDone = 7102;  // stonewalling: the sender has finished its work (no payload)
+constexpr int kTagDone = 7200;  // + round: stonewalling, the sender has finished (no payload)
 constexpr uint64_t kChunk = 1u << 30;   // MPI counts are ints: broadcast in pieces of 1 GiB
 constexpr uint64_t kSpinPolls = 20000;  // about 10-50 ms of yield-polling before sleeping
 
@@ -39,6 +39,10 @@ Result<std::unique_ptr<World>> World::Start(int* argc, char*** argv) {
   if (MPI_Init_thread(argc, argv, MPI_THREAD_SERIALIZED, &provided) != MPI_SUCCESS) {
     return Status(Code::kIOError, "MPI_Init_thread failed under " + LauncherEnv());
   }
+  if (provided < MPI_THREAD_SERIALIZED) {  // a worker thread calls MPI (dsbench meta's barrier)
+    MPI_Finalize();
+    return Status(Code::kUnsupported, "this MPI library does not give MPI_THREAD_SERIALIZED");
+  }
   MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   MPI_Comm_rank(MPI_COMM_WORLD, &w->rank_);
   MPI_Comm_size(MPI_COMM_WORLD, &w->size_);
@@ -48,20 +52,11 @@ Result<std::unique_ptr<World>> World::Start(int* argc, char*** argv) {
 
 World::~World() {
   if (!mpi_) return;
-  // AnnounceDone's sends carry no payload and complete locally; give them a moment.
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(1);
-  for (auto& p : pending_) {
-    int done = 0;
-    while (MPI_Test(&p->req, &done, MPI_STATUS_IGNORE) == MPI_SUCCESS && !done &&
-           std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(std::chrono::microseconds(200));
-    }
-    if (!done) MPI_Cancel(&p->req);
-  }
-  for (int flag = 1; flag;) {  // DONE messages nobody waited for
-    MPI_Status st;
-    MPI_Iprobe(MPI_ANY_SOURCE, kTagDone, MPI_COMM_WORLD, &flag, &st);
-    if (flag) MPI_Recv(nullptr, 0, MPI_BYTE, st.MPI_SOURCE, kTagDone, MPI_COMM_WORLD, &st);
+  MPI_Request req;
+  MPI_Ibarrier(MPI_COMM_WORLD, &req);
+  Wait(&req, "every rank at the end of the job");
+  for (auto& p : pending_) {  // complete by now (EndRound), or never matched: let them go
+    if (p->req != MPI_REQUEST_NULL) MPI_Request_free(&p->req);
   }
   MPI_Finalize();
 }
@@ -250,7 +245,7 @@ void World::AnnounceDone() {
   for (int r = 0; r < size_; r++) {
     if (r == rank_) continue;
     auto p = std::make_unique<Pending>();
-    MPI_Isend(nullptr, 0, MPI_BYTE, r, kTagDone, MPI_COMM_WORLD, &p->req);
+    MPI_Isend(nullptr, 0, MPI_BYTE, r, kTagDone + round_, MPI_COMM_WORLD, &p->req);
     pending_.push_back(std::move(p));
   }
 }
@@ -261,12 +256,33 @@ bool World::AnyDone() {
   if (done_seen_) return true;
   int flag = 0;
   MPI_Status st;
-  MPI_Iprobe(MPI_ANY_SOURCE, kTagDone, MPI_COMM_WORLD, &flag, &st);
+  MPI_Iprobe(MPI_ANY_SOURCE, kTagDone + round_, MPI_COMM_WORLD, &flag, &st);
   if (flag) {
-    MPI_Recv(nullptr, 0, MPI_BYTE, st.MPI_SOURCE, kTagDone, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    MPI_Recv(nullptr, 0, MPI_BYTE, st.MPI_SOURCE, kTagDone + round_, MPI_COMM_WORLD,
+             MPI_STATUS_IGNORE);
+    received_++;
     done_seen_ = true;
   }
   return done_seen_;
+}
+
+Status World::EndRound() {
+  if (!mpi_) return Status::Ok();
+  DS_ASSIGN_OR_RETURN(uint64_t announcers, SumAll(announced_ ? 1 : 0, "the end of a round"));
+  // Every announcer sent to every other rank: receive the rest of what was meant for this one.
+  uint64_t expected = announcers - (announced_ ? 1 : 0);
+  while (received_ < expected) {
+    MPI_Request req;
+    MPI_Irecv(nullptr, 0, MPI_BYTE, MPI_ANY_SOURCE, kTagDone + round_, MPI_COMM_WORLD, &req);
+    Wait(&req, "the ranks' announcements");
+    received_++;
+  }
+  for (auto& p : pending_) Wait(&p->req, "this rank's announcements");
+  pending_.clear();
+  announced_ = done_seen_ = false;
+  received_ = 0;
+  round_++;
+  return Status::Ok();
 }
 
 int World::Fail(std::string_view tool, const std::string& message, int code) {

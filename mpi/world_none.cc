@@ -46,7 +46,12 @@ void World::Report(std::string_view tool, int, const std::string&, const std::st
 Status World::BroadcastInPlace(std::string*, int, std::string_view) { return Status::Ok(); }
 Result<uint64_t> World::SumAll(uint64_t mine, std::string_view) { return mine; }
 void World::AnnounceDone() { announced_ = true; }
-bool World::AnyDone() { return false; }
+bool World::AnyDone() { return done_seen_; }  // never set: no other rank
+Status World::EndRound() {
+  round_++;
+  received_ = 0;
+  return Status::Ok();
+}
 int World::Fail(std::string_view tool, const std::string& message, int code) {
   std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(tool.size()), tool.data(), message.c_str());
   return code;
