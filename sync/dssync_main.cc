@@ -9,7 +9,9 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
 #include <nlohmann/json.hpp>
 
@@ -203,36 +205,51 @@ int main(int argc, char** argv) try {
   o.warn = [](const std::string& w) {
     std::fprintf(stderr, "dssync: warning: %s\n", Render(w).c_str());
   };
-  auto started = ds::mpi::World::Start(&argc, &argv);
-  if (!started.ok()) return Fail(started.status());
-  ds::mpi::World& w = **started;
-  w.set_tool(std::string(kTool));
-  w.set_json_errors(json);
+  // MPI only for --fanout: a rank-split run needs no collectives (rank and world come from the
+  // launcher's environment), and its ranks may finish far apart.
+  std::unique_ptr<ds::mpi::World> job;
   std::unique_ptr<WorldChannel> channel;
-  if (w.mpi()) {
-    for (std::string* path : {&o.src, &o.dst}) {  // %r: this rank's own path
+  if (fanout) {
+    if (ds::mpi::LauncherEnv().empty()) {
+      return Fail(
+          ds::Status(ds::Code::kInvalidArgument,
+                     "--fanout needs an MPI job: run it under mpirun or srun (docs/mpi.md)"));
+    }
+    if (*r_opt || *w_opt || mb_opt->count() > 0 || *fr_opt) {
+      return Fail(ds::Status(ds::Code::kInvalidArgument,
+                             "--fanout stages the whole dataset on every rank: drop --rank, "
+                             "--world, --max-bytes and --fraction"));
+    }
+    auto started = ds::mpi::World::Start(&argc, &argv);
+    if (!started.ok()) return Fail(started.status());
+    job = std::move(*started);
+    job->set_tool(std::string(kTool));
+    job->set_json_errors(json);
+    channel = std::make_unique<WorldChannel>(*job);
+    o.fanout = channel.get();
+    if (job->rank() != 0) o.progress = false;
+  }
+  // %r in SRC or DST: this rank's own path (the rank from MPI, else from the environment).
+  if (o.src.find("%r") != std::string::npos || o.dst.find("%r") != std::string::npos) {
+    uint32_t me = 0;
+    if (job) {
+      me = static_cast<uint32_t>(job->rank());
+    } else {
+      auto rw =
+          ds::sync::ResolveRank(o.rank, o.world, [](const char* n) { return std::getenv(n); });
+      if (!rw.ok()) return Fail(rw.status());
+      me = rw->rank;
+    }
+    for (std::string* path : {&o.src, &o.dst}) {
       for (size_t p = path->find("%r"); p != std::string::npos; p = path->find("%r", p)) {
-        path->replace(p, 2, std::to_string(w.rank()));
+        path->replace(p, 2, std::to_string(me));
       }
     }
-    if (fanout) {
-      if (*r_opt || *w_opt || mb_opt->count() > 0 || *fr_opt) {
-        return w.Fail(kTool,
-                      "--fanout stages the whole dataset on every rank: drop --rank, "
-                      "--world, --max-bytes and --fraction",
-                      2);
-      }
-      channel = std::make_unique<WorldChannel>(w);
-      o.fanout = channel.get();
-      if (w.rank() != 0) o.progress = false;
-    }
-  } else if (fanout) {
-    return Fail(ds::Status(ds::Code::kInvalidArgument,
-                           "--fanout needs an MPI job: run it under mpirun or srun (docs/mpi.md)"));
   }
   auto r = ds::sync::Sync(o);
   if (!r.ok()) {
-    return w.Fail(kTool, Render(r.status().message()), ds::ExitCode(r.status()));
+    if (job) return job->Fail(kTool, Render(r.status().message()), ds::ExitCode(r.status()));
+    return Fail(r.status());
   }
   int rc = ReportErrors(r->errors);
   if (json || !quiet) PrintSummary(*r, json);
