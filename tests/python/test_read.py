@@ -164,6 +164,11 @@ good, work = sys.argv[1], sys.argv[2]
 mutants = [(8209, "=", 0xff), (8218, "=", 0xff)]
 mutants += [(off, "^", bit) for off in (144, 148, 4136) for bit in (0x01, 0x80)]
 mutants += [(off, "=", 0xff) for off in range(8192, 16384, 64)]
+# 500 seeded mutants anywhere in the file (a byte XORed with a non-zero value), as for the CLIs
+import os, random
+rng = random.Random(15)
+size = os.path.getsize(good + "/data.mdb")
+mutants += [(rng.randrange(size), "^", rng.randrange(1, 256)) for _ in range(500)]
 for off, op, v in mutants:
     shutil.rmtree(work, ignore_errors=True)
     shutil.copytree(good, work)
@@ -183,15 +188,16 @@ for off, op, v in mutants:
 
 
 def test_a_damaged_lmdb_never_crashes_the_reader(tmp_path, dspack_bin):
-    """The LMDB offsets that crashed every reader (issue 15 #3), meta-page flips, and 0xff at 128
-    offsets on pages 2-3, read in one child process: a signal there fails the test."""
+    """The LMDB offsets that crashed every reader (issue 15 #3), meta-page flips, 0xff at 128
+    offsets on pages 2-3 and 500 seeded mutants anywhere, read in one child process: a signal
+    there fails the test, and every mutant is either refused or found by verify."""
     run(dspack_bin, "synth", "tiny-files", tmp_path / "d", "--samples", "6", "--seed", "1", "-q")
     run(dspack_bin, "convert", tmp_path / "d", tmp_path / "good", "--format", "lmdb", "-q")
     p = subprocess.run([sys.executable, "-c", _LMDB_MUTANTS, str(tmp_path / "good"),
                         str(tmp_path / "bad")], capture_output=True, text=True, timeout=600)
     assert p.returncode == 0, f"the reader died ({p.returncode}): {p.stdout[-300:]}{p.stderr}"
     results = [json.loads(line) for line in p.stdout.splitlines()]
-    assert len(results) == 2 + 6 + 128
+    assert len(results) == 2 + 6 + 128 + 500
     for r in results[:8]:
         assert "data.mdb" in r.get("error", ""), r
     assert all("error" in r or r["problems"] > 0 for r in results[8:])
