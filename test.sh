@@ -36,6 +36,9 @@ case "${1:-}" in
     # The [exhaustive] byte-flip loops flip every 7th byte (and the last): the plain pass flips
     # every byte; under ASan every byte cost 7 of this pass's minutes (tests/test_util.h).
     export DSPACK_EXHAUSTIVE_STRIDE=${DSPACK_EXHAUSTIVE_STRIDE:-7}
+    # e2e_lmdb_damage's 500-mutant corpus through the CLIs: every 25th (3 processes a mutant;
+    # all 500 run in the plain pass and in process in unit_formats here).
+    export DSPACK_LMDB_MUTANT_STRIDE=${DSPACK_LMDB_MUTANT_STRIDE:-25}
     export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
     select=(-LE slow)  # the 4 GiB and 70,000-member cases run once, in the plain pass
