@@ -5,8 +5,8 @@
 # pages 2-3. Every command exits 1 with one line naming data.mdb, never with a signal, and never
 # answers 0 samples; and a seeded corpus of 500 single-byte mutants anywhere in data.mdb through
 # verify, ls and extract (every Nth with DSPACK_LMDB_MUTANT_STRIDE=N, as test.sh's ASan pass
-# sets it), none ending by a signal. tests/formats/lmdb_damage_test.cc runs a 500-mutant corpus in process;
-# tests/python/test_read.py the same through the Python reader.
+# sets it), none ending by a signal. tests/formats/lmdb_damage_test.cc runs a 500-mutant corpus
+# in process; tests/python/test_read.py the same through the Python reader.
 source "$(dirname "$0")/lib.sh"
 "$DSPACK" synth tiny-files d --samples 6 --seed 1 -q
 "$DSPACK" convert d good --format lmdb -q
