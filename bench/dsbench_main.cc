@@ -6,7 +6,8 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 
-#include "bench/io_job.h"
+#include "bench/fio_options.h"
+#include "bench/io_cli.h"
 #include "bench/meta.h"
 #include "bench/mpi_cli.h"
 #include "bench/stop.h"
@@ -20,11 +21,7 @@ namespace {
 
 constexpr std::string_view kTool = "dsbench";
 
-// The library's option fields (src/status.h, RenderOptionNames) as this CLI's flags.
-constexpr ds::OptionName kFlags[] = {{"ioengine=io_uring", "--ioengine io_uring"},
-                                     {"iodepth", "--iodepth"}};
-
-int Fail(const ds::Status& s) { return ds::Fail(kTool, s, kFlags); }
+int Fail(const ds::Status& s) { return ds::Fail(kTool, s, ds::bench::kDsbenchFlags); }
 
 // A flag that only means something for the ranks of an MPI job, given to a plain run.
 ds::Status NeedsMpi(std::string_view flag) {
@@ -45,41 +42,22 @@ int main(int argc, char** argv) try {
 
   ds::bench::IoJobOptions o;
   double mpi_timeout = 600;  // --mpi-timeout of io, storage and meta
-  std::string rw = "read", bs = "4k", size = "0", output_format = "normal";
-  auto* io = app.add_subcommand("io", "Run one fio-style job against PATH (a directory or file)");
-  io->add_option("PATH", o.path)->required();
-  io->add_option("--name", o.name, "Job name (the test file is PATH/dsbench.<name>.0)")
-      ->capture_default_str();
-  io->add_option("--rw", rw, "read|write|randread|randwrite|randrw")->capture_default_str();
-  io->add_option("--bs", bs, "Block size, e.g. 4k, 1M")->capture_default_str();
-  io->add_option("--iodepth", o.iodepth, "Requests in flight per job")->capture_default_str();
-  io->add_option("--numjobs", o.numjobs, "Parallel jobs on the same file")->capture_default_str();
-  io->add_option("--direct", o.direct, "1 = O_DIRECT")->capture_default_str();
-  io->add_option("--size", size, "Bytes per job (and test file size), e.g. 1G")
-      ->capture_default_str();
-  io->add_option("--runtime", o.runtime, "Seconds (0 = until --size is done)")
-      ->capture_default_str();
-  io->add_flag("--time_based", o.time_based, "Repeat over the file until --runtime");
-  io->add_option("--ramp_time", o.ramp_time, "Seconds not counted")->capture_default_str();
-  io->add_option("--ioengine", o.ioengine, "psync|io_uring|mmap")->capture_default_str();
-  io->add_option("--iodepth_batch_submit", o.iodepth_batch_submit,
-                 "Hand requests to the kernel in groups of this many (fio's option)")
-      ->capture_default_str();
-  io->add_flag("--registerfiles", o.registerfiles,
-               "io_uring: register the file with the ring (no per-IO file lookup)");
-  io->add_flag("--fixedbufs", o.fixedbufs,
-               "io_uring: register the IO buffers (pinned once, not per IO)");
-  io->add_flag("--sqthread_poll", o.sqthread_poll,
-               "io_uring: a kernel thread polls the submission queue (no submit syscalls)");
-  io->add_option("--invalidate", o.invalidate, "Drop the file's cached pages first")
-      ->capture_default_str();
-  io->add_option("--rwmixread", o.rwmixread, "randrw: % reads")->capture_default_str();
-  io->add_flag("--group_reporting", o.group_reporting, "One result for all jobs");
-  io->add_option("--output-format", output_format, "normal|json")->capture_default_str();
-  io->add_flag("--keep", o.keep, "Keep the test file");
+  auto* io = app.add_subcommand(
+      "io",
+      "Run fio jobs: from fio job files (JOB.fio) and/or fio's options, against PATH (a "
+      "directory or file) or fio's --filename/--directory");
+  // fio's options are parsed by bench/fio_options.h (its table is the help below); CLI11 takes
+  // dsbench's own flags and hands every other word over, in order.
+  io->allow_extras();
+  io->positionals_at_end(false);
+  io->footer("\n" + ds::bench::FioOptionsHelp() +
+             "Arguments: JOB.fio (or a file starting with '[') is a fio job file; another PATH "
+             "is the target (a directory: files NAME.N.0 in it; a file: used as is). Options on "
+             "the command line override the files'; each --name starts a job.");
+  io->add_flag("--keep", o.keep, "Keep the test files dsbench created (fio's unlink=0)");
   io->add_flag("--allow-device", o.allow_device, "Allow PATH to be a block device");
   io->add_flag("--allow-overwrite", o.allow_overwrite,
-               "Allow a write job on an existing file PATH (its bytes are overwritten)");
+               "Allow a write job on an existing file (its bytes are overwritten)");
   ds::bench::MpiIoFlags mpi_io;
   io->add_flag("--shared-file", mpi_io.shared_file,
                "Under mpirun: one test file, rank r's --size bytes at offset r*size (IOR "
@@ -216,46 +194,10 @@ int main(int argc, char** argv) try {
   }
 
   if (io->parsed()) {
-    auto mode = ds::bench::ParseRw(rw);
-    if (!mode.ok()) return Fail(mode.status());
-    o.rw = *mode;
-    if (auto s = ds::SizeFlag(bs, "--bs", &o.bs); !s.ok()) return Fail(s);
-    if (auto s = ds::SizeFlag(size, "--size", &o.size); !s.ok()) return Fail(s);
-    if (output_format != "normal" && output_format != "json") {
-      return Fail(ds::Status(ds::Code::kInvalidArgument, "--output-format: normal or json"));
-    }
-    auto world = ds::mpi::World::Start(&argc, &argv);
-    if (!world.ok()) return Fail(world.status());
-    if ((*world)->mpi()) {
-      (*world)->set_tool(std::string(kTool));
-      (*world)->set_timeout(mpi_timeout);
-      mpi_io.json = output_format == "json";
-      (*world)->set_json_errors(mpi_io.json);
-      ds::SystemProbe probe = ds::ProbeSystem(ds::bench::WithRank(o.path, (*world)->rank()));
-      o.disk_device = probe.block_device;
-      return ds::bench::RunIoRanks(**world, o, mpi_io, probe);
-    }
-    if (mpi_io.shared_file) return Fail(NeedsMpi("--shared-file"));
-    if (mpi_io.stonewall) return Fail(NeedsMpi("--mpi-stonewall"));
-    if (mpi_io.repetitions > 1) return Fail(NeedsMpi("--repetitions"));
-    ds::SystemProbe probe = ds::ProbeSystem(o.path);
-    o.disk_device = probe.block_device;
-    auto r = ds::bench::RunIoJobs(o);
-    if (!r.ok() && r.status().code() == ds::Code::kUnsupported) {  // asked for explicitly
-      return Fail(
-          ds::Status(r.status().code(), r.status().message() + "; rerun with --ioengine psync"));
-    }
-    if (!r.ok()) return Fail(r.status());
-    if (output_format == "json") {
-      auto j = ds::bench::JobsJson(o, *r);
-      j["dsbench"] = {{"probe", probe.ToJson()}, {"interrupted", ds::bench::StopRequested()}};
-      std::printf("%s\n", j.dump(2).c_str());
-    } else {
-      std::fputs(probe.ToText().c_str(), stdout);
-      std::fputs(ds::bench::JobsText(o, *r).c_str(), stdout);
-      if (ds::bench::StopRequested()) std::puts("interrupted: partial results above");
-    }
-    return 0;
+    auto spec = ds::bench::ParseFioArgs(io->remaining(), o);
+    if (!spec.ok()) return Fail(spec.status());
+    for (const auto& n : spec->notes) std::fprintf(stderr, "dsbench: note: %s\n", n.c_str());
+    return ds::bench::RunIoCommand(*spec, mpi_io, mpi_timeout, &argc, &argv);
   }
 
   // storage verdict

@@ -2,14 +2,18 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <pthread.h>
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <mutex>
 #include <system_error>
 #include <thread>
@@ -30,8 +34,10 @@ Result<RwMode> ParseRw(const std::string& t) {
   if (t == "randread") return RwMode::kRandRead;
   if (t == "randwrite") return RwMode::kRandWrite;
   if (t == "randrw") return RwMode::kRandRw;
-  return Status(Code::kInvalidArgument,
-                "--rw " + t + ": choose read, write, randread, randwrite or randrw");
+  if (t == "rw" || t == "readwrite") return RwMode::kRw;
+  return Status(
+      Code::kInvalidArgument,
+      "--rw " + t + ": choose read, write, randread, randwrite, rw (readwrite) or randrw");
 }
 
 const char* RwName(RwMode m) {
@@ -46,6 +52,8 @@ const char* RwName(RwMode m) {
       return "randwrite";
     case RwMode::kRandRw:
       return "randrw";
+    case RwMode::kRw:
+      return "rw";
   }
   return "?";
 }
@@ -61,90 +69,58 @@ bool Random(RwMode m) {
   return m == RwMode::kRandRead || m == RwMode::kRandWrite || m == RwMode::kRandRw;
 }
 bool Writes(RwMode m) {
-  return m == RwMode::kWrite || m == RwMode::kRandWrite || m == RwMode::kRandRw;
+  return m == RwMode::kWrite || m == RwMode::kRandWrite || m == RwMode::kRandRw || m == RwMode::kRw;
 }
+bool Reads(RwMode m) { return m != RwMode::kWrite && m != RwMode::kRandWrite; }
 
 }  // namespace
-
-Result<TestFile> PrepareTestFile(IoJobOptions& o) {
-  struct stat st;
-  if (::stat(o.path.c_str(), &st) != 0) {
-    return Status::FromErrno(errno, o.path + ": give an existing directory or file",
-                             Code::kInvalidArgument);
-  }
-  TestFile f;
-  if (S_ISBLK(st.st_mode) && !o.allow_device) {
-    return Status(Code::kInvalidArgument, o.path +
-                                              ": a block device; dsbench refuses to touch "
-                                              "one unless --allow-device is given");
-  }
-  if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
-    f.path = o.path;
-    if (o.size == 0 && static_cast<uint64_t>(st.st_size) > o.offset)
-      o.size = static_cast<uint64_t>(st.st_size) - o.offset;
-    if (S_ISREG(st.st_mode) && Writes(o.rw) && !o.allow_overwrite) {
-      return Status(Code::kInvalidArgument,
-                    fmt::format("{}: an existing file that dsbench did not create; --rw {} would "
-                                "overwrite it. Give a directory (dsbench makes its own test "
-                                "file there), or --allow-overwrite to write into this file",
-                                o.path, RwName(o.rw)));
-    }
-    if (S_ISREG(st.st_mode) && !Writes(o.rw) &&
-        static_cast<uint64_t>(st.st_size) < o.offset + o.size) {
-      return Status(
-          Code::kInvalidArgument,
-          o.offset ? fmt::format("{}: {} bytes, less than offset {} + --size {}", o.path,
-                                 st.st_size, o.offset, o.size)
-                   : fmt::format("{}: {} bytes, less than --size {}", o.path, st.st_size, o.size));
-    }
-    return f;
-  }
-  if (!S_ISDIR(st.st_mode))
-    return Status(Code::kInvalidArgument, o.path + ": not a file or directory");
-  if (o.size == 0)
-    return Status(Code::kInvalidArgument, "--size is needed when PATH is a directory");
-  f.path = o.path + "/" + (o.file_name.empty() ? "dsbench." + o.name + ".0" : o.file_name);
-  const uint64_t bytes = o.offset + o.size;
-  struct stat fst;
-  if (::stat(f.path.c_str(), &fst) == 0 && static_cast<uint64_t>(fst.st_size) >= bytes) return f;
-  struct statvfs vfs;
-  if (::statvfs(o.path.c_str(), &vfs) == 0) {
-    uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
-    if (avail < bytes) {
-      return Status(Code::kNoSpace, fmt::format("{}: not enough free space for a {} test file "
-                                                "({} free); lower --size",
-                                                o.path, FormatBytes(bytes), FormatBytes(avail)));
-    }
-  }
-  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(f.path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
-  f.created = true;
-  std::string buf(1 << 20, '\0');
-  Rng rng(o.seed, 0xF11E);
-  for (uint64_t done = 0; done < bytes;) {
-    size_t k = static_cast<size_t>(std::min<uint64_t>(buf.size(), bytes - done));
-    rng.Fill(buf.data(), k);  // incompressible
-    Status s = WriteFull(fd.get(), buf.data(), k, f.path);
-    if (!s.ok()) {
-      ::unlink(f.path.c_str());
-      return s;
-    }
-    done += k;
-  }
-  if (::fsync(fd.get()) != 0) {
-    ::unlink(f.path.c_str());
-    return Status::FromErrno(errno, f.path + ": fsync");
-  }
-  return f;
-}
 
 namespace {
 
 double CpuSeconds(const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; }
 
+// fio's io_u_map buckets: 1, 2, 4, 8, 16, 32, >=64 (level); 0, 1-4, 5-8, 9-16, 17-32, 33-64,
+// >64 (submit/complete).
+size_t LevelBucket(unsigned depth) {
+  size_t b = 0;
+  for (unsigned lim = 1; b < 6 && depth > lim; lim <<= 1) b++;
+  return depth >= 64 ? 6 : b;
+}
+size_t CountBucket(size_t n) {
+  if (n == 0) return 0;
+  size_t b = 1;
+  for (size_t lim = 4; b < 6 && n > lim; lim <<= 1) b++;
+  return n > 64 ? 6 : b;
+}
+
+// Sleeps until `until` (steady ns) or a stop; false when stopped.
+bool SleepUntil(int64_t until, const std::atomic<bool>& stop) {
+  while (NowNs() < until) {
+    if (StopRequested() || stop.load(std::memory_order_relaxed)) return false;
+    int64_t left = until - NowNs();
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left, 10'000'000)));
+  }
+  return true;
+}
+
 // `stop`: the run failed elsewhere (a job that could not start) or the caller stopped it
 // (IoHooks::poll); stop issuing, drain and count what completes.
 Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
               const std::atomic<bool>& stop, JobResult* out) {
+  const int64_t thread_start = NowNs();
+  if (!o.cpus.empty()) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : o.cpus) CPU_SET(c, &set);
+    if (int e = pthread_setaffinity_np(pthread_self(), sizeof set, &set); e != 0) {
+      return Status::FromErrno(e, fmt::format("cpus_allowed: cannot run job {} there", job),
+                               Code::kInvalidArgument);
+    }
+  }
+  if (o.startdelay > 0 &&
+      !SleepUntil(thread_start + static_cast<int64_t>(o.startdelay * 1e9), stop)) {
+    return Status::Ok();
+  }
   EngineOptions eo;
   eo.depth = o.iodepth;
   eo.sqpoll = o.sqthread_poll;
@@ -181,9 +157,13 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
   std::vector<IoRequest> reqs(depth);
   std::vector<int64_t> issued(depth);
   std::vector<IoRequest*> done(depth);
-  Rng rng(o.seed, job + 1);
-  uint64_t blocks = o.size / o.bs;
-  uint64_t seq = 0, issued_bytes = 0;
+  const uint64_t seed = o.randrepeat ? o.seed : o.seed ^ static_cast<uint64_t>(NowNs());
+  Rng rng(seed, job + 1);
+  const uint64_t blocks = o.size / o.bs;
+  // fio's io_size, else size x loops (each loop a pass over the region).
+  const uint64_t limit = o.io_size ? o.io_size : o.size / o.bs * o.bs * o.loops;
+  uint64_t seq = 0, issued_bytes = 0, issued_ios = 0, writes_issued = 0;
+  bool last_write = false;
   int64_t start = NowNs();
   int64_t ramp_end = start + static_cast<int64_t>(o.ramp_time * 1e9);
   int64_t deadline = o.runtime > 0 ? ramp_end + static_cast<int64_t>(o.runtime * 1e9) : INT64_MAX;
@@ -195,7 +175,43 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
   for (unsigned i = 0; i < depth; i++) free_slots.push_back(depth - 1 - i);
   auto more = [&](int64_t now) {
     if (StopRequested() || stop.load(std::memory_order_relaxed) || now >= deadline) return false;
-    return o.time_based || issued_bytes < o.size;
+    return o.time_based || issued_bytes < limit;
+  };
+  // rate / rate_iops: the earliest time the next IO may go (fio spreads IOs evenly).
+  auto next_allowed = [&]() -> int64_t {
+    int64_t t = 0;
+    if (o.rate) t = start + static_cast<int64_t>(static_cast<double>(issued_bytes) * 1e9 / o.rate);
+    if (o.rate_iops) {
+      t = std::max(t, start + static_cast<int64_t>(static_cast<double>(issued_ios) * 1e9 /
+                                                   static_cast<double>(o.rate_iops)));
+    }
+    return t;
+  };
+  // fio's bw/iops samples: one per 500 ms window, per direction the job does.
+  constexpr int64_t kWindowNs = 500'000'000;
+  int64_t window_start = measured_from;
+  uint64_t window_bytes[2] = {0, 0}, window_ios[2] = {0, 0};
+  auto close_window = [&](int64_t now) {
+    double secs = static_cast<double>(now - window_start) / 1e9;
+    DirStats* dirs[2] = {&out->read, &out->write};
+    bool does[2] = {Reads(o.rw), Writes(o.rw)};
+    for (int d = 0; d < 2; d++) {
+      if (!does[d]) continue;
+      dirs[d]->bw_kib.Add(static_cast<double>(window_bytes[d]) / 1024 / secs);
+      dirs[d]->iops.Add(static_cast<double>(window_ios[d]) / secs);
+      window_bytes[d] = window_ios[d] = 0;
+    }
+    window_start = now;
+  };
+  // fio's sync block counts the fsyncs of fsync=N; end_fsync's is not an IO of the job.
+  auto do_fsync = [&](bool count) -> Status {
+    int64_t t0 = NowNs();
+    if (::fsync(fd->get()) != 0) return Status::FromErrno(errno, file + ": fsync");
+    if (count && !ramping) {
+      out->syncs++;
+      out->sync_lat.Add(static_cast<uint64_t>(NowNs() - t0));
+    }
+    return Status::Ok();
   };
   int64_t now = start;
   unsigned queued = 0;  // queued since the last Submit
@@ -205,7 +221,8 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
   const bool sync_engine = (engine->flags() & kEngineSync) != 0;
   std::vector<unsigned> unsubmitted;
   auto submit = [&]() -> Status {
-    DS_RETURN_IF_ERROR(engine->Submit().status());
+    DS_ASSIGN_OR_RETURN(unsigned n, engine->Submit());
+    if (!sync_engine && n > 0) out->depth.submit[CountBucket(n)]++;
     int64_t t = NowNs();
     for (unsigned slot : unsubmitted) issued[slot] = t;
     unsubmitted.clear();
@@ -214,11 +231,27 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
   };
   while (true) {
     while (!free_slots.empty() && more(now)) {
+      if (o.rate || o.rate_iops) {
+        int64_t t = next_allowed();
+        if (t > now) {
+          if (engine->inflight() > 0) break;  // reap meanwhile
+          if (!SleepUntil(t, stop)) break;
+          now = NowNs();
+          continue;
+        }
+      }
+      // fio's fsync=N: after every N writes issued, an fsync before the next IO (none after the
+      // job's last write).
+      if (o.fsync_every && last_write && writes_issued % o.fsync_every == 0) {
+        DS_RETURN_IF_ERROR(do_fsync(true));
+        last_write = false;
+      }
       unsigned slot = free_slots.back();
       free_slots.pop_back();
       IoRequest& r = reqs[slot];
-      bool write = o.rw == RwMode::kWrite || o.rw == RwMode::kRandWrite ||
-                   (o.rw == RwMode::kRandRw && rng.Below(100) >= o.rwmixread);
+      bool write =
+          o.rw == RwMode::kWrite || o.rw == RwMode::kRandWrite ||
+          ((o.rw == RwMode::kRandRw || o.rw == RwMode::kRw) && rng.Below(100) >= o.rwmixread);
       uint64_t block = Random(o.rw) ? rng.Below(blocks) : seq++ % blocks;
       r = IoRequest{write ? IoRequest::Op::kWrite : IoRequest::Op::kRead,
                     fd->get(),
@@ -230,20 +263,35 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
                     o.fixedbufs ? static_cast<int>(slot) : -1};
       if (sync_engine) issued[slot] = NowNs();
       DS_RETURN_IF_ERROR(engine->Queue(&r));
+      out->depth.level[LevelBucket(engine->inflight())]++;
+      if (sync_engine) out->depth.submit[CountBucket(1)]++;
       if (!sync_engine) unsubmitted.push_back(slot);
       issued_bytes += o.bs;
+      issued_ios++;
+      last_write = write;
+      writes_issued += write ? 1 : 0;
       // fio's iodepth_batch_submit: hand requests to the kernel in groups of this many.
       if (++queued >= o.iodepth_batch_submit) DS_RETURN_IF_ERROR(submit());
     }
-    if (engine->inflight() == 0) break;
+    if (engine->inflight() == 0) {
+      if (more(NowNs()) && (o.rate || o.rate_iops)) {  // paced: wait for the next slot
+        if (!SleepUntil(next_allowed(), stop)) break;
+        now = NowNs();
+        continue;
+      }
+      break;
+    }
     DS_RETURN_IF_ERROR(submit());
     DS_ASSIGN_OR_RETURN(size_t n, engine->Reap(1, done));
     now = NowNs();
+    out->depth.complete[CountBucket(n)]++;
     if (ramping && now >= ramp_end) {  // ramp over: start counting from here
       ramping = false;
-      measured_from = now;
+      measured_from = window_start = now;
       out->read = DirStats{};
       out->write = DirStats{};
+      out->depth = DepthStats{};
+      window_bytes[0] = window_bytes[1] = window_ios[0] = window_ios[1] = 0;
       ::getrusage(RUSAGE_THREAD, &ru0);
     }
     for (size_t k = 0; k < n; k++) {
@@ -254,34 +302,47 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
                                                   r->op == IoRequest::Op::kRead ? "read" : "write",
                                                   o.bs, r->offset));
       }
-      DirStats& d = r->op == IoRequest::Op::kRead ? out->read : out->write;
+      const bool read = r->op == IoRequest::Op::kRead;
+      DirStats& d = read ? out->read : out->write;
       if (!ramping) {
         d.io_bytes += static_cast<uint64_t>(r->result);
         d.ios++;
+        if (static_cast<size_t>(r->result) < r->len) d.short_ios++;
         d.clat.Add(static_cast<uint64_t>(now - issued[slot]));
+        window_bytes[read ? 0 : 1] += static_cast<uint64_t>(r->result);
+        window_ios[read ? 0 : 1]++;
       }
       free_slots.push_back(slot);
     }
+    if (!ramping && now - window_start >= kWindowNs) close_window(now);
+    if (o.thinktime > 0) {
+      SleepUntil(NowNs() + static_cast<int64_t>(o.thinktime * 1e9 * static_cast<double>(n)), stop);
+      now = NowNs();
+    }
   }
+  if (o.end_fsync && Writes(o.rw)) DS_RETURN_IF_ERROR(do_fsync(false));
   ::getrusage(RUSAGE_THREAD, &ru1);
   out->start_ns = measured_from;
   out->end_ns = NowNs();
   out->runtime_ms = static_cast<double>(out->end_ns - measured_from) / 1e6;
+  out->elapsed = static_cast<double>(out->end_ns - thread_start) / 1e9;
   double secs = out->runtime_ms / 1e3;
   if (secs > 0) {
     out->usr_cpu = (CpuSeconds(ru1.ru_utime) - CpuSeconds(ru0.ru_utime)) / secs * 100;
     out->sys_cpu = (CpuSeconds(ru1.ru_stime) - CpuSeconds(ru0.ru_stime)) / secs * 100;
   }
+  out->ctx = static_cast<uint64_t>((ru1.ru_nvcsw - ru0.ru_nvcsw) + (ru1.ru_nivcsw - ru0.ru_nivcsw));
+  out->majf = static_cast<uint64_t>(ru1.ru_majflt - ru0.ru_majflt);
+  out->minf = static_cast<uint64_t>(ru1.ru_minflt - ru0.ru_minflt);
   return Status::Ok();
 }
 
-}  // namespace
-
-Result<IoRun> RunIoJobs(const IoJobOptions& options, const IoHooks& hooks) {
-  IoJobOptions o = options;
-  if (o.bs == 0 || o.iodepth == 0 || o.numjobs == 0 || o.iodepth_batch_submit == 0) {
+Status CheckJob(const IoJobOptions& o) {
+  if (o.bs == 0 || o.iodepth == 0 || o.numjobs == 0 || o.iodepth_batch_submit == 0 ||
+      o.loops == 0) {
     return Status(Code::kInvalidArgument,
-                  "--bs, --iodepth, --numjobs and --iodepth_batch_submit must be positive");
+                  "--bs, --iodepth, --numjobs, --loops and --iodepth_batch_submit must be "
+                  "positive");
   }
   if (o.numjobs > kMaxJobs || o.iodepth > kMaxIodepth || o.rwmixread > 100) {
     return Status(Code::kInvalidArgument,
@@ -293,15 +354,103 @@ Result<IoRun> RunIoJobs(const IoJobOptions& options, const IoHooks& hooks) {
     return Status(Code::kInvalidArgument,
                   fmt::format("--bs {} is not a multiple of 512, which --direct=1 needs", o.bs));
   }
-  auto prepared = PrepareTestFile(o);
-  TestFile file = prepared.ok() ? *prepared : TestFile{};
-  auto cleanup = [&] {
-    if (file.created && !o.keep) ::unlink(file.path.c_str());
+  if (o.time_based && o.runtime <= 0) {
+    return Status(Code::kInvalidArgument,
+                  "--time_based needs --runtime (fio refuses it too), e.g. --runtime=30s");
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<IoRun> RunIoJobs(const IoJobOptions& options, const IoHooks& hooks) {
+  return RunIoJobs(std::span<const IoJobOptions>(&options, 1), hooks);
+}
+
+namespace {
+
+Result<IoRun> RunTogether(std::span<const IoJobOptions> in, const IoHooks& hooks);
+
+}  // namespace
+
+Result<IoRun> RunIoJobs(std::span<const IoJobOptions> in, const IoHooks& hooks) {
+  // fio's stonewall: a job waits for every job before it, so the run is a sequence of sets of
+  // jobs that run together.
+  IoRun all;
+  for (size_t begin = 0; begin < in.size();) {
+    size_t end = begin + 1;
+    while (end < in.size() && !in[end].stonewall) end++;
+    DS_ASSIGN_OR_RETURN(IoRun part, RunTogether(in.subspan(begin, end - begin), hooks));
+    for (auto& r : part.jobs) {
+      r.spec += begin;
+      all.jobs.push_back(std::move(r));
+    }
+    if (part.disk && all.disk) {
+      all.disk->Add(*part.disk);
+    } else if (part.disk) {
+      all.disk = part.disk;
+    }
+    begin = end;
+    if (StopRequested()) break;
+  }
+  return all;
+}
+
+namespace {
+
+Result<IoRun> RunTogether(std::span<const IoJobOptions> in, const IoHooks& hooks) {
+  std::vector<IoJobOptions> specs(in.begin(), in.end());
+  size_t clones = 0;
+  for (const auto& o : specs) {
+    DS_RETURN_IF_ERROR(CheckJob(o));
+    clones += o.numjobs;
+  }
+  if (clones > kMaxJobs) {
+    return Status(Code::kInvalidArgument,
+                  fmt::format("{} jobs in all; at most {} run at once", clones, kMaxJobs));
+  }
+  // Lay out the files: a clone's own (<name>.<clone>.0) when PATH is a directory and the job
+  // names no file, else one per spec.
+  struct Clone {
+    size_t spec;
+    unsigned index;
+    std::string file;
   };
-  Status ready = prepared.status();
-  if (ready.ok() && o.bs > o.size) {
-    ready = Status(Code::kInvalidArgument,
-                   fmt::format("--bs {} is larger than --size {}", o.bs, o.size));
+  std::vector<Clone> plan;
+  std::vector<TestFile> made;
+  auto cleanup = [&] {
+    for (size_t i = 0; i < made.size(); i++) {
+      if (made[i].created && !specs[plan[i].spec].keep) ::unlink(made[i].path.c_str());
+    }
+  };
+  Status ready;
+  for (size_t s = 0; s < specs.size() && ready.ok(); s++) {
+    IoJobOptions& o = specs[s];
+    struct stat st;
+    const bool own = o.file_name.empty() && ::stat(o.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    std::string shared;
+    for (unsigned c = 0; c < o.numjobs && ready.ok(); c++) {
+      if (!own && c > 0) {
+        plan.push_back({s, c, shared});
+        made.push_back(TestFile{shared, false});
+        continue;
+      }
+      IoJobOptions oc = o;
+      if (own) oc.file_name = fmt::format("{}.{}.0", o.name, c);
+      auto f = PrepareTestFile(oc);
+      if (!f.ok()) {
+        ready = f.status();
+        break;
+      }
+      if (c == 0) o.size = oc.size;  // from an existing file when size was 0
+      if (oc.bs > oc.size) {
+        ready = Status(Code::kInvalidArgument,
+                       fmt::format("--bs {} is larger than --size {}", oc.bs, oc.size));
+      }
+      shared = f->path;
+      plan.push_back({s, c, f->path});
+      made.push_back(*f);
+    }
   }
   if (hooks.ready) {
     Status s = hooks.ready(ready);
@@ -311,24 +460,26 @@ Result<IoRun> RunIoJobs(const IoJobOptions& options, const IoHooks& hooks) {
     cleanup();
     return ready;
   }
-  std::vector<JobResult> results(o.numjobs);
-  std::vector<Status> errors(o.numjobs);
+  std::vector<JobResult> results(plan.size());
+  std::vector<Status> errors(plan.size());
   std::vector<std::thread> threads;
-  DiskSampler disk(o.disk_device);  // after the test file is laid out, so its writes don't count
+  DiskSampler disk(specs[0].disk_device);  // after the files are laid out: their writes don't count
   Status spawn;
   std::atomic<bool> stop{false};
   std::atomic<unsigned> finished{0};
-  for (unsigned j = 0; j < o.numjobs; j++) {
+  for (size_t j = 0; j < plan.size(); j++) {
+    const IoJobOptions& o = specs[plan[j].spec];
     results[j].name = o.name;
+    results[j].spec = plan[j].spec;
     try {
       threads.emplace_back([&, j] {
-        errors[j] = RunOne(o, file.path, j, stop, &results[j]);
+        errors[j] = RunOne(specs[plan[j].spec], plan[j].file, plan[j].index, stop, &results[j]);
         finished.fetch_add(1, std::memory_order_release);
       });
     } catch (const std::system_error& e) {  // EAGAIN: a limit on threads or memory
-      spawn = Status(Code::kIOError, fmt::format("job {} of --numjobs {}: cannot start a thread "
-                                                 "({}); lower --numjobs",
-                                                 j + 1, o.numjobs, e.what()));
+      spawn = Status(Code::kIOError, fmt::format("job {} of {}: cannot start a thread ({}); "
+                                                 "lower --numjobs",
+                                                 j + 1, plan.size(), e.what()));
       stop = true;  // the jobs already running stop issuing and drain
       break;
     }
@@ -345,109 +496,30 @@ Result<IoRun> RunIoJobs(const IoJobOptions& options, const IoHooks& hooks) {
   cleanup();
   DS_RETURN_IF_ERROR(spawn);
   for (const auto& e : errors) DS_RETURN_IF_ERROR(e);
-  if (!o.group_reporting || o.numjobs == 1) {
-    run.jobs = std::move(results);
-    return run;
+  // group_reporting: a group's clones as one result, in the order the groups first appear.
+  std::vector<bool> taken(results.size(), false);
+  for (size_t i = 0; i < results.size(); i++) {
+    if (taken[i]) continue;
+    const IoJobOptions& o = specs[results[i].spec];
+    if (!o.group_reporting) {
+      run.jobs.push_back(std::move(results[i]));
+      continue;
+    }
+    std::vector<JobResult> group;
+    for (size_t k = i; k < results.size(); k++) {
+      const IoJobOptions& ok = specs[results[k].spec];
+      if (!taken[k] && ok.group_reporting && ok.groupid == o.groupid) {
+        taken[k] = true;
+        group.push_back(results[k]);
+      }
+    }
+    JobResult g = MergeJobResults(o.name, group);
+    g.spec = results[i].spec;
+    run.jobs.push_back(std::move(g));
   }
-  JobResult g = MergeJobResults(o.name, results);
-  run.jobs.push_back(std::move(g));
   return run;
 }
 
-JobResult MergeJobResults(const std::string& name, std::span<const JobResult> results) {
-  JobResult g;
-  g.name = name;
-  g.jobs = 0;
-  for (const auto& r : results) {
-    g.start_ns = g.jobs == 0 ? r.start_ns : std::min(g.start_ns, r.start_ns);
-    g.jobs += r.jobs;
-    g.runtime_ms = std::max(g.runtime_ms, r.runtime_ms);  // fio: the slowest job's runtime
-    g.end_ns = std::max(g.end_ns, r.end_ns);
-    for (auto [dst, src] : {std::pair{&g.read, &r.read}, std::pair{&g.write, &r.write}}) {
-      dst->io_bytes += src->io_bytes;
-      dst->ios += src->ios;
-      dst->clat.Merge(src->clat);
-    }
-    g.usr_cpu += r.usr_cpu;
-    g.sys_cpu += r.sys_cpu;
-  }
-  return g;
-}
-
-namespace {
-
-nlohmann::json DirJson(const DirStats& d, double runtime_ms) {
-  double secs = runtime_ms / 1e3;
-  double bw = secs > 0 ? static_cast<double>(d.io_bytes) / secs : 0;
-  return {{"io_bytes", d.io_bytes},
-          {"io_kbytes", d.io_bytes / 1024},
-          {"bw_bytes", static_cast<uint64_t>(bw)},
-          {"bw", static_cast<uint64_t>(bw / 1024)},
-          {"iops", secs > 0 ? static_cast<double>(d.ios) / secs : 0.0},
-          {"runtime", static_cast<uint64_t>(runtime_ms)},
-          {"total_ios", d.ios},
-          {"clat_ns", LatencyJson(d.clat)}};
-}
-
-std::string DirText(const char* what, const DirStats& d, double runtime_ms) {
-  if (d.ios == 0) return "";
-  double secs = runtime_ms / 1e3;
-  double bw = static_cast<double>(d.io_bytes) / secs;
-  std::string s = fmt::format("  {}: IOPS={}, BW={}/s ({})({}/{}msec)\n", what,
-                              FormatCount(static_cast<double>(d.ios) / secs),
-                              FormatBytes(static_cast<uint64_t>(bw)), FormatRate(bw),
-                              FormatBytes(d.io_bytes), static_cast<uint64_t>(runtime_ms));
-  s += LatencyText("clat", d.clat);
-  return s;
-}
-
 }  // namespace
-
-nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r) {
-  return {{"jobname", r.name},
-          {"groupid", 0},
-          {"error", 0},
-          {"job_runtime", static_cast<uint64_t>(r.runtime_ms)},
-          {"job options",
-           {{"rw", RwName(o.rw)},
-            {"bs", std::to_string(o.bs)},
-            {"iodepth", std::to_string(o.iodepth)},
-            {"ioengine", o.ioengine},
-            {"registerfiles", o.registerfiles ? "1" : "0"},
-            {"fixedbufs", o.fixedbufs ? "1" : "0"},
-            {"sqthread_poll", o.sqthread_poll ? "1" : "0"},
-            {"iodepth_batch_submit", std::to_string(o.iodepth_batch_submit)},
-            {"direct", o.direct ? "1" : "0"},
-            {"numjobs", std::to_string(o.numjobs)}}},
-          {"read", DirJson(r.read, r.runtime_ms)},
-          {"write", DirJson(r.write, r.runtime_ms)},
-          {"usr_cpu", r.usr_cpu},
-          {"sys_cpu", r.sys_cpu}};
-}
-
-nlohmann::json JobsJson(const IoJobOptions& o, const IoRun& run) {
-  nlohmann::json jobs = nlohmann::json::array();
-  for (const auto& r : run.jobs) jobs.push_back(JobJson(o, r));
-  nlohmann::json j = {{"fio version", std::string("dsbench-") + DSPACK_VERSION}, {"jobs", jobs}};
-  if (run.disk) j["disk_util"] = nlohmann::json::array({run.disk->ToJson()});
-  return j;
-}
-
-std::string JobText(const IoJobOptions& o, const JobResult& r) {
-  std::string s = fmt::format(
-      "{}: (groupid=0, jobs={}): err= 0: rw={}, bs={}, ioengine={}, iodepth={}, direct={}\n",
-      r.name, r.jobs, RwName(o.rw), FormatBytes(o.bs), o.ioengine, o.iodepth, o.direct ? 1 : 0);
-  s += DirText("read", r.read, r.runtime_ms);
-  s += DirText("write", r.write, r.runtime_ms);
-  s += fmt::format("  cpu          : usr={:.2f}%, sys={:.2f}%\n", r.usr_cpu, r.sys_cpu);
-  return s;
-}
-
-std::string JobsText(const IoJobOptions& o, const IoRun& run) {
-  std::string s;
-  for (const auto& r : run.jobs) s += JobText(o, r);
-  s += DiskUtilText(run.disk) + "\n";
-  return s;
-}
 
 }  // namespace ds::bench

@@ -1,18 +1,19 @@
 // fio-compatible IO jobs for `dsbench io` and `dsbench storage` (docs/dsbench.md).
 //
-// Option names and semantics follow fio's HOWTO: rw, bs, iodepth, numjobs, direct, size,
-// runtime, time_based, ramp_time, ioengine, invalidate, rwmixread, group_reporting. All jobs of
-// a run use the same test file, as fio does with --filename. Each job thread owns one IO engine
+// Option names and semantics follow fio's HOWTO (bench/fio_options.h maps fio's options onto
+// IoJobOptions). Each job clone (numjobs) runs on its own thread with its own IO engine
 // (src/io_engine.h) and keeps `iodepth` requests in flight; completion latency (submission to
 // completion, fio's clat) goes into a LatencyHistogram after ramp_time. Rates use fio's formulas
 // (bytes*1000/runtime_ms), and a group's runtime is its slowest job's.
 //
-// Test files: when PATH is a directory, the file is PATH/dsbench.<name>.0 and is created by
-// the run (incompressible content), checked against free space first, and removed afterwards
-// unless `keep`. When PATH is an existing regular file it is used as is and never removed; it
-// must hold `size` bytes for reads. dsbench never writes to a file it did not create: a job that
-// writes (write, randwrite, randrw) to an existing PATH is refused unless allow_overwrite. A
-// block device is refused unless allow_device.
+// Test files: when PATH is a directory, each clone's file is PATH/<name>.<clone>.0 (fio's
+// naming) unless `file_name` names one file for all; a file that is not there is created by the
+// run (incompressible content, checked against free space first) and removed afterwards unless
+// `keep`; so is PATH itself when `create_file` (fio's filename) and it is missing. An existing
+// regular file is used as is and never removed; it must hold `size` bytes for reads. dsbench
+// never writes to a file it did not create: a job that writes (write, randwrite, rw, randrw) to
+// an existing PATH is refused unless allow_overwrite; a fio job file is never a target
+// (LooksLikeJobFile). A block device is refused unless allow_device.
 //
 // Ranges: numjobs 1..kMaxJobs (fio's own limit on jobs), iodepth 1..kMaxIodepth, rwmixread
 // 0..100; a thread that cannot be started is an error (the jobs already running stop, and a
@@ -23,12 +24,15 @@
 // disk_util.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "src/diskstats.h"
@@ -40,7 +44,8 @@ namespace ds::bench {
 inline constexpr unsigned kMaxJobs = 4096;     // fio's REAL_MAX_JOBS
 inline constexpr unsigned kMaxIodepth = 4096;  // per job
 
-enum class RwMode { kRead, kWrite, kRandRead, kRandWrite, kRandRw };
+// kRw: fio's rw/readwrite, sequential offsets with each IO a read or a write by rwmixread.
+enum class RwMode { kRead, kWrite, kRandRead, kRandWrite, kRandRw, kRw };
 
 struct IoJobOptions {
   std::string name = "dsbench";
@@ -75,12 +80,51 @@ struct IoJobOptions {
   // Block device sampled in /proc/diskstats while the jobs run (SystemProbe::block_device);
   // empty: none, and the report says "n/a".
   std::string disk_device;
+
+  // fio's job options beyond the first set (bench/fio_options.h sets them from job files).
+  bool create_file = false;  // PATH names a file that may not exist yet (fio's filename)
+  uint64_t io_size = 0;      // bytes each job transfers; 0: size x loops
+  unsigned loops = 1;
+  double startdelay = 0;            // seconds before the job starts
+  double thinktime = 0;             // seconds after each completion before the next IO is issued
+  uint64_t rate = 0;                // bytes/s cap per job (0: none)
+  uint64_t rate_iops = 0;           // IOPS cap per job (0: none)
+  unsigned fsync_every = 0;         // fsync the file after every N writes (fio's fsync=N)
+  bool end_fsync = false;           // fsync the file when the job is done
+  bool randrepeat = true;           // false: the random offsets are seeded from the clock
+  std::vector<int> cpus;            // cpus_allowed (empty: any)
+  std::vector<double> percentiles;  // percentile_list (empty: fio's default list)
+  bool stonewall = false;           // wait for the jobs before this one (RunIoJobs' caller does)
+  bool new_group = false;
+  unsigned groupid = 0;
+  // The options as given, echoed as fio's "job options" ({"bs": "4k"}); empty: the report
+  // derives them from the fields.
+  std::vector<std::pair<std::string, std::string>> given;
+};
+
+// fio's bw/iops samples: one per 500 ms window of a job (fio's bw_avg_time/iops_avg_time).
+struct SampleStats {
+  uint64_t n = 0;
+  double min = 0, max = 0, sum = 0, sum_sq = 0;
+  void Add(double v);
+  void Merge(const SampleStats& o);
+  double mean() const { return n ? sum / static_cast<double>(n) : 0; }
+  double stddev() const;
 };
 
 struct DirStats {
   uint64_t io_bytes = 0;
   uint64_t ios = 0;
+  uint64_t short_ios = 0;  // completed with fewer bytes than asked
   LatencyHistogram clat;
+  SampleStats bw_kib, iops;  // per-window KiB/s and IOPS
+};
+
+// fio's depth maps (stat.c): how many IOs were in flight when each was issued (buckets 1, 2,
+// 4, 8, 16, 32, >=64), and how many one submit / one reap handled (0, 1-4, 5-8, ..., >=64).
+struct DepthStats {
+  std::array<uint64_t, 7> level{}, submit{}, complete{};
+  void Merge(const DepthStats& o);
 };
 
 struct JobResult {
@@ -92,6 +136,12 @@ struct JobResult {
   // The measured window on the steady clock (ns): after ramp_time, to the last completion. A
   // group's is the union of its jobs'. Ranks of an MPI job compare them after a common barrier.
   int64_t start_ns = 0, end_ns = 0;
+  size_t spec = 0;     // which of RunIoJobs' job specs this is a clone of
+  double elapsed = 0;  // seconds from the job's thread start to its end (fio's elapsed)
+  uint64_t ctx = 0, majf = 0, minf = 0;  // context switches and page faults (getrusage)
+  DepthStats depth;
+  uint64_t syncs = 0;  // fsyncs issued (fio's sync block)
+  LatencyHistogram sync_lat;
 };
 
 Result<RwMode> ParseRw(const std::string& text);
@@ -101,6 +151,11 @@ struct IoRun {
   std::vector<JobResult> jobs;   // one per job, or one merged result with group_reporting
   std::optional<DiskUtil> disk;  // disk_device's activity while the jobs ran, if it has one
 };
+
+// True when `path` names a fio job file: it ends in ".fio", or it is a regular file whose first
+// non-blank byte is '['. Such a file is never a test target: PrepareTestFile refuses it, even
+// with allow_overwrite (`dsbench io job.fio --rw write` once overwrote the job file).
+bool LooksLikeJobFile(const std::string& path);
 
 struct TestFile {
   std::string path;
@@ -127,22 +182,39 @@ struct IoHooks {
   std::function<bool(bool finished)> poll;
 };
 
-// Runs the jobs.
+// Runs the jobs: every clone (numjobs) of every spec at once, on its own thread. A clone has a
+// file of its own (<name>.<clone>.0) when the spec's PATH is a directory and names no file;
+// otherwise the spec's clones share its file. `stonewall` is the caller's business: it runs the
+// jobs after a stonewall in a later call. With group_reporting, each groupid's clones are
+// merged into one result.
+Result<IoRun> RunIoJobs(std::span<const IoJobOptions> specs, const IoHooks& hooks = {});
 Result<IoRun> RunIoJobs(const IoJobOptions& options, const IoHooks& hooks = {});
 
 // The jobs' results as one (fio's group_reporting): bytes, IOs and latencies added up, the
 // slowest job's runtime, the union of the measured windows, CPU added up.
 JobResult MergeJobResults(const std::string& name, std::span<const JobResult> results);
 
-// One entry of fio's "jobs" array (see JobsJson), and one job's block of the human report.
-nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r);
+// The report (bench/io_report.cc). fio 3.33's JSON layout, every key of it: "fio version",
+// "timestamp", "timestamp_ms", "time", "global options" (when given), "jobs": [{jobname,
+// groupid, error, eta, elapsed, "job options" (as given), read/write/trim: {io_bytes, bw_bytes,
+// iops, runtime, total_ios, short_ios, drop_ios, slat_ns, clat_ns: {min, max, mean, stddev, N,
+// percentile: {"99.000000": ns}, bins (json+)}, lat_ns, bw_min/max/agg/mean/dev/samples,
+// iops_min/max/mean/stddev/samples}, sync, usr_cpu, sys_cpu, ctx, majf, minf, iodepth_level/
+// submit/complete, latency_ns/us/ms, latency_depth/target/percentile/window}], "disk_util"
+// (only with a device). Figures dsbench does not measure apart have fio's empty values: slat
+// (N = 0; clat starts at submission, so lat = clat) and trim (no trims are issued).
+// `plus`: fio's json+ (clat bins). group_kib: the job's group's read/write KiB/s (bw_agg).
+nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r, bool plus,
+                       std::array<double, 2> group_kib);
+nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r);  // its own group
 std::string JobText(const IoJobOptions& o, const JobResult& r);
 
-// fio's JSON layout for the shared fields: {"jobs":[{"jobname","read":{io_bytes,bw_bytes,iops,
-// clat_ns:{min,max,mean,stddev,percentile:{"99.000000":N}}}, "write":{...}}], "disk_util":[{
-// name, read_ios, write_ios, read_ticks, in_queue, util, ...}]} (disk_util only with a device).
+// A run's results; each JobResult's `spec` indexes `specs`.
+nlohmann::json JobsJson(std::span<const IoJobOptions> specs, const IoRun& run, bool plus,
+                        const std::vector<std::pair<std::string, std::string>>& global_given);
 nlohmann::json JobsJson(const IoJobOptions& o, const IoRun& run);
 // fio-like human summary, ending with the "disk stats" line.
+std::string JobsText(std::span<const IoJobOptions> specs, const IoRun& run);
 std::string JobsText(const IoJobOptions& o, const IoRun& run);
 
 }  // namespace ds::bench

@@ -5,14 +5,20 @@
 #pragma once
 
 #include <nlohmann/json.hpp>
+#include <span>
 #include <string>
 
 #include "src/histogram.h"
 
 namespace ds::bench {
 
-nlohmann::json LatencyJson(const LatencyHistogram& h);
+// `percentiles`: the list to report (empty: fio's default). As fio: "percentile" only when the
+// histogram holds something, and with `bins` (fio's json+) the non-empty buckets as
+// {"<bucket value ns>": count}.
+nlohmann::json LatencyJson(const LatencyHistogram& h, std::span<const double> percentiles = {},
+                           bool bins = false);
 // Lines indented by four spaces, each ending in '\n'.
-std::string LatencyText(const char* label, const LatencyHistogram& h);
+std::string LatencyText(const char* label, const LatencyHistogram& h,
+                        std::span<const double> percentiles = {});
 
 }  // namespace ds::bench

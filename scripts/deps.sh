@@ -3,7 +3,7 @@
 # Sourced by demo.sh and test.sh; run directly to install: `bash scripts/deps.sh`.
 DSPACK_APT_PACKAGES=(
   build-essential cmake pkg-config
-  liburing-dev liblmdb-dev libarchive-dev libtbb-dev libcli11-dev catch2 libbenchmark-dev
+  liburing-dev libaio-dev liblmdb-dev libarchive-dev libtbb-dev libcli11-dev catch2 libbenchmark-dev
   libxxhash-dev nlohmann-json3-dev libfmt-dev libzstd-dev zlib1g-dev libfuse3-dev fuse3
   fio rsync tar zip unzip zstd xz-utils bzip2 time util-linux python3 python3-lmdb python3-xxhash
   python3-crcmod  # C CRC-32C for tests/e2e/layout_readers.py (its pure-Python one is ~100x slower)

@@ -104,6 +104,21 @@ double DiskUtil::w_await_ms() const {
   return write_ios ? static_cast<double>(write_ticks) / static_cast<double>(write_ios) : 0;
 }
 
+void DiskUtil::Add(const DiskUtil& d) {
+  read_ios += d.read_ios;
+  write_ios += d.write_ios;
+  read_merges += d.read_merges;
+  write_merges += d.write_merges;
+  read_sectors += d.read_sectors;
+  write_sectors += d.write_sectors;
+  read_ticks += d.read_ticks;
+  write_ticks += d.write_ticks;
+  io_ticks += d.io_ticks;
+  in_queue += d.in_queue;
+  msec += d.msec;
+  peak_util = std::max(peak_util, d.peak_util);
+}
+
 nlohmann::json DiskUtil::ToJson() const {
   nlohmann::json j = {{"name", name},
                       {"read_ios", read_ios},

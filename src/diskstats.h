@@ -57,6 +57,8 @@ struct DiskUtil {
   double msec = 0;                           // wall time between the samples
   double peak_util = -1;  // busiest sampling interval's util, -1 if there was none
 
+  // Adds the counters of a later interval of the same device (a run in several parts).
+  void Add(const DiskUtil& later);
   double util() const;  // % of msec the device was busy, at most 100 (fio's formula)
   double reads_per_sec() const;
   double writes_per_sec() const;

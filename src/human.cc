@@ -86,6 +86,8 @@ Result<double> ParseDuration(std::string_view text) {
   if (unit == "us" || unit == "\u00b5s") return num * 1e-6;
   if (unit == "ns") return num * 1e-9;
   if (unit == "m" || unit == "min") return num * 60;
+  if (unit == "h") return num * 3600;
+  if (unit == "d") return num * 86400;
   return bad("unknown unit '" + unit + "'");
 }
 

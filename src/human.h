@@ -8,7 +8,7 @@
 // "1.5GB" = 1500000000. Errors name the offending text.
 //
 // ParseDuration accepts a number with an optional unit: none or "s" (seconds), "ms", "us" (or
-// "µs"), "ns", "m" (minutes), as fio's time options do: "1ms" = 0.001, "0.2ms", "50us", "2".
+// "µs"), "ns", "m" (minutes), "h", "d", as fio's time options do: "1ms" = 0.001, "0.2ms", "50us", "2".
 #pragma once
 
 #include <cstdint>

@@ -134,8 +134,9 @@ Result<std::unique_ptr<IoEngine>> MakeEngine(std::string_view name, const Engine
   if (name == "psync") return std::unique_ptr<IoEngine>(new PsyncEngine(o.depth));
   if (name == "mmap") return std::unique_ptr<IoEngine>(new MmapEngine(o.depth));
   if (name == "io_uring") return internal::MakeIoUringEngine(o);
+  if (name == "libaio") return internal::MakeLibaioEngine(o);
   return Status(Code::kInvalidArgument,
-                "unknown ioengine '" + std::string(name) + "' (psync, io_uring, mmap)");
+                "unknown ioengine '" + std::string(name) + "' (psync, io_uring, libaio, mmap)");
 }
 
 Result<size_t> EngineReadFull(IoEngine& engine, int fd, void* buf, size_t len, uint64_t offset) {

@@ -9,6 +9,8 @@
 //             (liburing's io_uring-cp loop). Options (fio's): SQPOLL (sqthread_poll),
 //             registered files (registerfiles) and fixed buffers (fixedbufs, used by requests
 //             that name a buf_index). Only io_uring_engine.cc includes liburing.h.
+//   libaio    Linux native AIO (io_submit/io_getevents, fio's "libaio"); asynchronous for
+//             O_DIRECT only, as in fio. Only libaio_engine.cc includes libaio.h.
 //   mmap      memcpy from/to a MAP_SHARED mapping of the whole file (fio's "mmap"); a file
 //             truncated under it raises SIGBUS, as with any mmap reader.
 //
@@ -97,8 +99,8 @@ class IoEngine {
   EngineCounters counters_;
 };
 
-// name: "psync", "io_uring" or "mmap". io_uring that the kernel refuses (old kernel, seccomp)
-// is kUnsupported with the reason, so a caller can fall back to psync and say so.
+// name: "psync", "io_uring", "libaio" or "mmap". io_uring that the kernel refuses (old kernel,
+// seccomp) is kUnsupported with the reason, so a caller can fall back to psync and say so.
 Result<std::unique_ptr<IoEngine>> MakeEngine(std::string_view name, const EngineOptions& options);
 
 // "<what>: <strerror(-result)>" for a failed request.
@@ -110,6 +112,7 @@ Result<size_t> EngineReadFull(IoEngine& engine, int fd, void* buf, size_t len, u
 
 namespace internal {
 Result<std::unique_ptr<IoEngine>> MakeIoUringEngine(const EngineOptions& options);
+Result<std::unique_ptr<IoEngine>> MakeLibaioEngine(const EngineOptions& options);
 }  // namespace internal
 
 }  // namespace ds

@@ -45,14 +45,15 @@ std::string Content(size_t n) {
 }  // namespace
 
 TEST_CASE("ParseRw: each mode round-trips through its name, anything else is refused", "[bench]") {
-  for (RwMode m :
-       {RwMode::kRead, RwMode::kWrite, RwMode::kRandRead, RwMode::kRandWrite, RwMode::kRandRw}) {
+  for (RwMode m : {RwMode::kRead, RwMode::kWrite, RwMode::kRandRead, RwMode::kRandWrite,
+                   RwMode::kRandRw, RwMode::kRw}) {
     auto p = ParseRw(RwName(m));
     REQUIRE(p.ok());
     CHECK(*p == m);
   }
   CHECK(std::string(RwName(RwMode::kRandRw)) == "randrw");
-  for (const char* bad : {"", "READ", "rw", "randwr", "read "}) {
+  CHECK(*ParseRw("readwrite") == RwMode::kRw);  // fio's alias
+  for (const char* bad : {"", "READ", "randtrim", "randwr", "read "}) {
     auto p = ParseRw(bad);
     REQUIRE_FALSE(p.ok());
     CHECK(p.status().code() == Code::kInvalidArgument);
@@ -62,7 +63,7 @@ TEST_CASE("ParseRw: each mode round-trips through its name, anything else is ref
 
 TEST_CASE("RunIoJobs: a job in a directory does size/bs IOs on its own test file", "[bench]") {
   test::TempDir dir;
-  const std::string file = dir / "dsbench.unit.0";
+  const std::string file = dir / "unit.0.0";
   SECTION("read, then the file is removed") {
     auto run = RunIoJobs(Job(dir.path(), RwMode::kRead));
     REQUIRE(run.ok());

@@ -113,9 +113,11 @@ void WritesWithODirect(const char* name) {
 }
 }  // namespace
 
-TEST_CASE("psync and mmap read random blocks at queue depth and return the caller's requests",
+TEST_CASE("psync, libaio and mmap read random blocks at queue depth and return the caller's "
+          "requests",
           "[core]") {
   ReadsRandomBlocks("psync");
+  ReadsRandomBlocks("libaio");
   ReadsRandomBlocks("mmap");
 }
 TEST_CASE("io_uring reads random blocks at queue depth and returns the caller's requests",
@@ -125,8 +127,9 @@ TEST_CASE("io_uring reads random blocks at queue depth and returns the caller's 
 
 TEST_CASE("short reads at EOF are requeued until EOF, errors are -errno", "[core]") {
   ReadsShortAtEof("psync");
+  ReadsShortAtEof("libaio");
   ReadsShortAtEof("mmap");
-  CHECK(MakeEngine("libaio", {}).status().code() == Code::kInvalidArgument);
+  CHECK(MakeEngine("windowsaio", {}).status().code() == Code::kInvalidArgument);
 }
 TEST_CASE("io_uring: short reads at EOF are requeued until EOF, errors are -errno", "[io_uring]") {
   ReadsShortAtEof("io_uring");
@@ -134,6 +137,7 @@ TEST_CASE("io_uring: short reads at EOF are requeued until EOF, errors are -errn
 
 TEST_CASE("psync writes, and O_DIRECT works with aligned buffers", "[core]") {
   WritesWithODirect("psync");
+  WritesWithODirect("libaio");  // native AIO is asynchronous with O_DIRECT
 }
 TEST_CASE("io_uring writes, and O_DIRECT works with aligned buffers", "[io_uring]") {
   WritesWithODirect("io_uring");
@@ -147,7 +151,7 @@ TEST_CASE("engines other than io_uring refuse registered files and buffers", "[c
   int f = fd->get();
   AlignedBuffer buf(4096);
   std::span<char> span(buf.data(), buf.size());
-  for (const char* name : {"psync", "mmap"}) {
+  for (const char* name : {"psync", "libaio", "mmap"}) {
     INFO(name);
     auto engine = MakeEngine(name, {8, false});
     REQUIRE(engine.ok());

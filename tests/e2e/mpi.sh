@@ -62,7 +62,7 @@ check_json shared.json 3 0 || fail "3 ranks, shared file: the aggregate is not t
 # Writes into the shared file stay inside each rank's region: the file is 3 regions long.
 run 3 "$DSBENCH" io d --shared-file --rw write --bs 64k --size 1M --keep --output-format json \
   > shared-w.json || fail "shared write"
-[ "$(stat -c %s d/dsbench.dsbench.0)" -eq $((3 << 20)) ] || fail "shared file is not 3 x 1 MiB"
+[ "$(stat -c %s d/dsbench.0.0)" -eq $((3 << 20)) ] || fail "shared file is not 3 x 1 MiB"
 check_json shared-w.json 3 0 || fail "shared write: sums"
 rm -f d/*
 pass "3 ranks, one shared file: regions per rank, sums hold, file removed unless --keep"

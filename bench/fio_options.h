@@ -1,0 +1,58 @@
+// fio's option language for `dsbench io` (docs/dsbench.md, "fio job files and options").
+//
+// A run is described the way fio describes it:
+//   - Job files (INI, fio's HOWTO "Job file format"): a `[global]` section applies to the jobs
+//     that follow it, every other `[name]` section is a job; a line is `key=value` or a bare `key`
+//     (a flag: `time_based`, `group_reporting`, `stonewall`); `;` and `#` start a comment line.
+//     fio's `$VAR` expansion and `include` are not supported (refused by name).
+//   - The command line, after the job files are read: options before the first `--name` apply to
+//     every job and override the files' values; each `--name=N` starts a job of its own whose
+//     options follow it. `--key=value` and `--key value` are both accepted.
+//   - A later occurrence of an option wins, as in fio.
+//   - A positional argument that looks like a job file (LooksLikeJobFile, bench/io_job.h) is read
+//   as one and is
+//     never a test target; any other positional argument is dsbench's PATH (a directory, as fio's
+//     --directory, or an existing file, as --filename).
+// Every key is looked up in one table. A key that is not in it, or a value it does not
+// accept, is an error (kInvalidArgument: exit 2) that names the key and where it came from
+// (`job.fio:12` or `--key`); nothing is ignored.
+//
+// Jobs run as fio runs them: all jobs start together, except that a job with `stonewall` waits
+// for every job before it to finish. `stonewall` and `new_group` start a new reporting group
+// (IoJobOptions::groupid); `group_reporting` merges a group's jobs into one result.
+#pragma once
+
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "bench/io_job.h"
+#include "src/status.h"
+
+namespace ds::bench {
+
+// fio's command-line options that are not job options (fio's "Command line options").
+struct FioOutput {
+  std::vector<std::string> formats = {"normal"};  // --output-format, a comma list
+  std::string file;                               // --output: the report goes there, not stdout
+  std::vector<std::string> sections;              // --section: run only these job sections
+};
+
+struct FioSpec {
+  std::vector<IoJobOptions> jobs;  // in file order, then the command line's --name jobs
+  // The options of the last [global] section, echoed as fio's "global options".
+  std::vector<std::pair<std::string, std::string>> global_given;
+  FioOutput out;
+  std::vector<std::string> notes;  // things to tell the user (posixaio runs as psync, ...)
+};
+
+// `args`: the words after `dsbench io` that are not dsbench's own flags, in order.
+// `defaults`: dsbench's own settings (keep, allow_overwrite, ...) that every job starts from.
+Result<FioSpec> ParseFioArgs(std::span<const std::string> args, const IoJobOptions& defaults);
+
+// The option table as help text: one line per option, "  --name=VALUE  help".
+std::string FioOptionsHelp();
+
+}  // namespace ds::bench

@@ -1,0 +1,95 @@
+#include "bench/io_cli.h"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "bench/stop.h"
+#include "src/cli_args.h"
+#include "src/fd.h"
+#include "src/system_probe.h"
+
+namespace ds::bench {
+
+namespace {
+
+constexpr std::string_view kTool = "dsbench";
+
+int Fail(const Status& s) { return ds::Fail(kTool, s, kDsbenchFlags); }
+
+Status NeedsMpi(std::string_view flag) {
+  return Status(Code::kInvalidArgument,
+                std::string(flag) + " is for a run under mpirun or srun (docs/mpi.md)");
+}
+
+bool Has(const FioSpec& spec, std::string_view format) {
+  for (const auto& f : spec.out.formats) {
+    if (f == format) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int* argc,
+                 char*** argv) {
+  std::vector<IoJobOptions> jobs = spec.jobs;
+  const bool json = Has(spec, "json") || Has(spec, "json+");
+  auto world = mpi::World::Start(argc, argv);
+  if (!world.ok()) return Fail(world.status());
+  if ((*world)->mpi()) {
+    (*world)->set_tool(std::string(kTool));
+    (*world)->set_timeout(mpi_timeout);
+    mpi_io.json = json;
+    (*world)->set_json_errors(json);
+    if (jobs.size() != 1 || !spec.out.file.empty()) {
+      return (*world)->Fail(kTool,
+                            "under mpirun, dsbench io runs one job (no job file with several "
+                            "sections, no --output); each rank is one client",
+                            ExitCode(Status(Code::kInvalidArgument, "")));
+    }
+    IoJobOptions& o = jobs[0];
+    SystemProbe probe = ProbeSystem(WithRank(o.path, (*world)->rank()));
+    o.disk_device = probe.block_device;
+    return RunIoRanks(**world, o, mpi_io, probe);
+  }
+  if (mpi_io.shared_file) return Fail(NeedsMpi("--shared-file"));
+  if (mpi_io.stonewall) return Fail(NeedsMpi("--mpi-stonewall"));
+  if (mpi_io.repetitions > 1) return Fail(NeedsMpi("--repetitions"));
+  // A --filename that the run will create: probe the directory it goes in.
+  std::string where = jobs[0].path;
+  if (::access(where.c_str(), F_OK) != 0 && where.find('/') != std::string::npos) {
+    where = where.substr(0, where.find_last_of('/') + 1);
+  } else if (::access(where.c_str(), F_OK) != 0) {
+    where = ".";
+  }
+  SystemProbe probe = ProbeSystem(where);
+  for (auto& o : jobs) o.disk_device = probe.block_device;
+  auto r = RunIoJobs(jobs);
+  if (!r.ok() && r.status().code() == Code::kUnsupported) {  // asked for explicitly
+    return Fail(Status(r.status().code(), r.status().message() + "; rerun with --ioengine psync"));
+  }
+  if (!r.ok()) return Fail(r.status());
+  std::string report;
+  for (const auto& f : spec.out.formats) {
+    if (f == "normal") {
+      report += probe.ToText();
+      report += JobsText(jobs, *r);
+      if (StopRequested()) report += "interrupted: partial results above\n";
+    } else {
+      auto j = JobsJson(jobs, *r, f == "json+", spec.global_given);
+      j["dsbench"] = {{"probe", probe.ToJson()}, {"interrupted", StopRequested()}};
+      report += j.dump(2) + "\n";
+    }
+  }
+  if (spec.out.file.empty()) {
+    std::fputs(report.c_str(), stdout);
+    return 0;
+  }
+  // Written whole under a temporary name and renamed: never a partial report under the name.
+  if (Status s = WriteFileAtomic(spec.out.file, report); !s.ok()) return Fail(s);
+  return 0;
+}
+
+}  // namespace ds::bench

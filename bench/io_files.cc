@@ -1,0 +1,136 @@
+// The test files of `dsbench io` (bench/io_job.h: PrepareTestFile, LooksLikeJobFile).
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include "bench/io_job.h"
+#include "src/fd.h"
+#include "src/human.h"
+#include "src/random.h"
+
+namespace ds::bench {
+
+namespace {
+bool Writes(RwMode m) { return m != RwMode::kRead && m != RwMode::kRandRead; }
+}  // namespace
+
+namespace {
+
+// A test file that dsbench creates (PATH is a directory, or fio's filename names a file that is
+// not there yet): offset + size bytes of incompressible data, after a free-space check.
+Result<TestFile> LayOut(const IoJobOptions& o, const std::string& dir, const std::string& path) {
+  TestFile f{path, false};
+  const uint64_t bytes = o.offset + o.size;
+  struct statvfs vfs;
+  if (::statvfs(dir.c_str(), &vfs) == 0) {
+    uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
+    if (avail < bytes) {
+      return Status(Code::kNoSpace, fmt::format("{}: not enough free space for a {} test file "
+                                                "({} free); lower --size",
+                                                dir, FormatBytes(bytes), FormatBytes(avail)));
+    }
+  }
+  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(f.path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
+  f.created = true;
+  std::string buf(1 << 20, '\0');
+  Rng rng(o.seed, 0xF11E);
+  for (uint64_t done = 0; done < bytes;) {
+    size_t k = static_cast<size_t>(std::min<uint64_t>(buf.size(), bytes - done));
+    rng.Fill(buf.data(), k);  // incompressible
+    Status s = WriteFull(fd.get(), buf.data(), k, f.path);
+    if (!s.ok()) {
+      ::unlink(f.path.c_str());
+      return s;
+    }
+    done += k;
+  }
+  if (::fsync(fd.get()) != 0) {
+    ::unlink(f.path.c_str());
+    return Status::FromErrno(errno, f.path + ": fsync");
+  }
+  return f;
+}
+
+}  // namespace
+
+bool LooksLikeJobFile(const std::string& path) {
+  if (path.size() > 4 && path.compare(path.size() - 4, 4, ".fio") == 0) return true;
+  OwnedFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
+  struct stat st;
+  if (fd.get() < 0 || ::fstat(fd.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  char buf[256];
+  ssize_t n = ::pread(fd.get(), buf, sizeof buf, 0);
+  for (ssize_t i = 0; i < n; i++) {
+    if (buf[i] != ' ' && buf[i] != '\t' && buf[i] != '\n' && buf[i] != '\r') return buf[i] == '[';
+  }
+  return false;
+}
+
+Result<TestFile> PrepareTestFile(IoJobOptions& o) {
+  struct stat st;
+  if (::stat(o.path.c_str(), &st) != 0) {
+    const int err = errno;
+    std::string parent = o.path.substr(0, o.path.find_last_of('/') + 1);
+    if (err == ENOENT && o.create_file && !LooksLikeJobFile(o.path)) {
+      if (o.size == 0) {
+        return Status(Code::kInvalidArgument,
+                      o.path + ": not there yet, and --size is needed to create it");
+      }
+      return LayOut(o, parent.empty() ? "." : parent, o.path);
+    }
+    return Status::FromErrno(err, o.path + ": give an existing directory or file",
+                             Code::kInvalidArgument);
+  }
+  TestFile f;
+  if (S_ISREG(st.st_mode) && LooksLikeJobFile(o.path)) {
+    return Status(Code::kInvalidArgument,
+                  o.path +
+                      ": a fio job file, never a test target; run its jobs with "
+                      "`dsbench io " +
+                      o.path + "`");
+  }
+  if (S_ISBLK(st.st_mode) && !o.allow_device) {
+    return Status(Code::kInvalidArgument, o.path +
+                                              ": a block device; dsbench refuses to touch "
+                                              "one unless --allow-device is given");
+  }
+  if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
+    f.path = o.path;
+    if (o.size == 0 && static_cast<uint64_t>(st.st_size) > o.offset)
+      o.size = static_cast<uint64_t>(st.st_size) - o.offset;
+    if (S_ISREG(st.st_mode) && Writes(o.rw) && !o.allow_overwrite) {
+      return Status(Code::kInvalidArgument,
+                    fmt::format("{}: an existing file that dsbench did not create; --rw {} would "
+                                "overwrite it. Give a directory (dsbench makes its own test "
+                                "file there), or --allow-overwrite to write into this file",
+                                o.path, RwName(o.rw)));
+    }
+    if (S_ISREG(st.st_mode) && !Writes(o.rw) &&
+        static_cast<uint64_t>(st.st_size) < o.offset + o.size) {
+      return Status(
+          Code::kInvalidArgument,
+          o.offset ? fmt::format("{}: {} bytes, less than offset {} + --size {}", o.path,
+                                 st.st_size, o.offset, o.size)
+                   : fmt::format("{}: {} bytes, less than --size {}", o.path, st.st_size, o.size));
+    }
+    return f;
+  }
+  if (!S_ISDIR(st.st_mode))
+    return Status(Code::kInvalidArgument, o.path + ": not a file or directory");
+  if (o.size == 0)
+    return Status(Code::kInvalidArgument, "--size is needed when PATH is a directory");
+  f.path = o.path + "/" + (o.file_name.empty() ? o.name + ".0.0" : o.file_name);
+  struct stat fst;
+  if (::stat(f.path.c_str(), &fst) == 0) {
+    if (!S_ISREG(fst.st_mode)) return Status(Code::kInvalidArgument, f.path + ": not a file");
+    if (LooksLikeJobFile(f.path)) {
+      return Status(Code::kInvalidArgument, f.path + ": a fio job file, never a test target");
+    }
+    if (static_cast<uint64_t>(fst.st_size) >= o.offset + o.size) return f;
+  }
+  return LayOut(o, o.path, f.path);
+}
+
+}  // namespace ds::bench

@@ -1,0 +1,320 @@
+// The results of `dsbench io`: samples and merges (group_reporting), and fio's report: the JSON
+// layout (fio 3.33's stat.c, show_thread_status_json) and the human summary.
+// tests/e2e/fio_compat.sh diffs the key paths against a real fio run.
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <ctime>
+
+#include "bench/io_job.h"
+#include "bench/latency_report.h"
+#include "src/human.h"
+
+namespace ds::bench {
+
+void SampleStats::Add(double v) {
+  min = n == 0 ? v : std::min(min, v);
+  max = n == 0 ? v : std::max(max, v);
+  n++;
+  sum += v;
+  sum_sq += v * v;
+}
+
+void SampleStats::Merge(const SampleStats& o) {
+  if (o.n == 0) return;
+  min = n == 0 ? o.min : std::min(min, o.min);
+  max = n == 0 ? o.max : std::max(max, o.max);
+  n += o.n;
+  sum += o.sum;
+  sum_sq += o.sum_sq;
+}
+
+double SampleStats::stddev() const {
+  if (n < 2) return 0;
+  double m = mean();
+  double var = (sum_sq - static_cast<double>(n) * m * m) / static_cast<double>(n - 1);
+  return var > 0 ? std::sqrt(var) : 0;
+}
+
+void DepthStats::Merge(const DepthStats& o) {
+  for (size_t i = 0; i < level.size(); i++) {
+    level[i] += o.level[i];
+    submit[i] += o.submit[i];
+    complete[i] += o.complete[i];
+  }
+}
+
+JobResult MergeJobResults(const std::string& name, std::span<const JobResult> results) {
+  JobResult g;
+  g.name = name;
+  g.jobs = 0;
+  for (const auto& r : results) {
+    g.start_ns = g.jobs == 0 ? r.start_ns : std::min(g.start_ns, r.start_ns);
+    g.jobs += r.jobs;
+    g.runtime_ms = std::max(g.runtime_ms, r.runtime_ms);  // fio: the slowest job's runtime
+    g.elapsed = std::max(g.elapsed, r.elapsed);
+    g.end_ns = std::max(g.end_ns, r.end_ns);
+    for (auto [dst, src] : {std::pair{&g.read, &r.read}, std::pair{&g.write, &r.write}}) {
+      dst->io_bytes += src->io_bytes;
+      dst->ios += src->ios;
+      dst->short_ios += src->short_ios;
+      dst->clat.Merge(src->clat);
+      dst->bw_kib.Merge(src->bw_kib);
+      dst->iops.Merge(src->iops);
+    }
+    g.usr_cpu += r.usr_cpu;
+    g.sys_cpu += r.sys_cpu;
+    g.ctx += r.ctx;
+    g.majf += r.majf;
+    g.minf += r.minf;
+    g.depth.Merge(r.depth);
+    g.syncs += r.syncs;
+    g.sync_lat.Merge(r.sync_lat);
+  }
+  return g;
+}
+
+namespace {
+
+double Pct(uint64_t part, uint64_t total) {
+  return total ? static_cast<double>(part) * 100.0 / static_cast<double>(total) : 0.0;
+}
+
+nlohmann::json Moments(const LatencyHistogram& h) {
+  return {{"min", h.min()},
+          {"max", h.max()},
+          {"mean", h.mean()},
+          {"stddev", h.stddev()},
+          {"N", h.count()}};
+}
+
+nlohmann::json DirJson(const IoJobOptions& o, const DirStats& d, double runtime_ms,
+                       double group_kib, bool plus) {
+  double secs = runtime_ms / 1e3;
+  double bw = secs > 0 ? static_cast<double>(d.io_bytes) / secs : 0;
+  nlohmann::json j = {{"io_bytes", d.io_bytes},
+                      {"io_kbytes", d.io_bytes / 1024},
+                      {"bw_bytes", static_cast<uint64_t>(bw)},
+                      {"bw", static_cast<uint64_t>(bw / 1024)},
+                      {"iops", secs > 0 ? static_cast<double>(d.ios) / secs : 0.0},
+                      {"runtime", d.ios ? static_cast<uint64_t>(runtime_ms) : 0},
+                      {"total_ios", d.ios},
+                      {"short_ios", d.short_ios},
+                      {"drop_ios", 0}};
+  // No submission latency is measured apart (clat starts at submission): slat is empty and
+  // lat (slat + clat) is clat, as fio reports for a synchronous engine.
+  j["slat_ns"] = Moments(LatencyHistogram{});
+  j["clat_ns"] = LatencyJson(d.clat, o.percentiles, plus);
+  j["lat_ns"] = Moments(d.clat);
+  const SampleStats& b = d.bw_kib;
+  j["bw_min"] = static_cast<uint64_t>(b.min);
+  j["bw_max"] = static_cast<uint64_t>(b.max);
+  j["bw_agg"] = group_kib > 0 ? b.mean() * 100 / group_kib : 0.0;
+  j["bw_mean"] = b.mean();
+  j["bw_dev"] = b.stddev();
+  j["bw_samples"] = b.n;
+  j["iops_min"] = static_cast<uint64_t>(d.iops.min);
+  j["iops_max"] = static_cast<uint64_t>(d.iops.max);
+  j["iops_mean"] = d.iops.mean();
+  j["iops_stddev"] = d.iops.stddev();
+  j["iops_samples"] = d.iops.n;
+  return j;
+}
+
+// fio's latency_ns/us/ms: the % of IOs whose latency falls in [previous key, key) of the unit.
+void LatencyBuckets(const LatencyHistogram& all, nlohmann::json* job) {
+  static const uint64_t kKeys[] = {2, 4, 10, 20, 50, 100, 250, 500, 750, 1000, 2000};
+  std::array<uint64_t, 10> ns{}, us{};
+  std::array<uint64_t, 12> ms{};
+  for (const auto& [index, count] : all.Export().buckets) {
+    uint64_t v = LatencyHistogram::BucketValue(index);
+    auto slot = [](uint64_t x, size_t keys) {
+      size_t i = 0;
+      while (i < keys && x >= kKeys[i]) i++;
+      return i;
+    };
+    if (v < 1000) {
+      ns[std::min<size_t>(slot(v, 10), 9)] += count;
+    } else if (v < 1000000) {
+      us[std::min<size_t>(slot(v / 1000, 10), 9)] += count;
+    } else {
+      ms[slot(v / 1000000, 11)] += count;
+    }
+  }
+  const uint64_t total = all.count();
+  nlohmann::json jn = nlohmann::json::object(), ju = nlohmann::json::object(),
+                 jm = nlohmann::json::object();
+  for (size_t i = 0; i < 10; i++) {
+    jn[std::to_string(kKeys[i])] = Pct(ns[i], total);
+    ju[std::to_string(kKeys[i])] = Pct(us[i], total);
+  }
+  for (size_t i = 0; i < 11; i++) jm[std::to_string(kKeys[i])] = Pct(ms[i], total);
+  jm[">=2000"] = Pct(ms[11], total);
+  (*job)["latency_ns"] = jn;
+  (*job)["latency_us"] = ju;
+  (*job)["latency_ms"] = jm;
+}
+
+nlohmann::json DepthMap(const std::array<uint64_t, 7>& counts, bool level) {
+  static const char* kLevel[] = {"1", "2", "4", "8", "16", "32", ">=64"};
+  static const char* kCount[] = {"0", "4", "8", "16", "32", "64", ">=64"};
+  uint64_t total = 0;
+  for (uint64_t c : counts) total += c;
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t i = 0; i < counts.size(); i++) {
+    j[level ? kLevel[i] : kCount[i]] = Pct(counts[i], total);
+  }
+  return j;
+}
+
+// "job options": what was given, as given; dsbench's own form derives them from the fields.
+nlohmann::json JobOptionsJson(const IoJobOptions& o) {
+  nlohmann::json j = nlohmann::json::object();
+  if (!o.given.empty()) {
+    for (const auto& [k, v] : o.given) j[k] = v;
+    return j;
+  }
+  j = {{"rw", RwName(o.rw)},
+       {"bs", std::to_string(o.bs)},
+       {"iodepth", std::to_string(o.iodepth)},
+       {"ioengine", o.ioengine},
+       {"registerfiles", o.registerfiles ? "1" : "0"},
+       {"fixedbufs", o.fixedbufs ? "1" : "0"},
+       {"sqthread_poll", o.sqthread_poll ? "1" : "0"},
+       {"iodepth_batch_submit", std::to_string(o.iodepth_batch_submit)},
+       {"direct", o.direct ? "1" : "0"},
+       {"numjobs", std::to_string(o.numjobs)}};
+  return j;
+}
+
+std::string DirText(const IoJobOptions& o, const char* what, const DirStats& d, double runtime_ms) {
+  if (d.ios == 0) return "";
+  double secs = runtime_ms / 1e3;
+  double bw = static_cast<double>(d.io_bytes) / secs;
+  std::string s = fmt::format("  {}: IOPS={}, BW={}/s ({})({}/{}msec)\n", what,
+                              FormatCount(static_cast<double>(d.ios) / secs),
+                              FormatBytes(static_cast<uint64_t>(bw)), FormatRate(bw),
+                              FormatBytes(d.io_bytes), static_cast<uint64_t>(runtime_ms));
+  s += LatencyText("clat", d.clat, o.percentiles);
+  if (d.bw_kib.n > 0) {
+    s += fmt::format(
+        "   bw (  KiB/s): min={:.0f}, max={:.0f}, avg={:.2f}, stdev={:.2f}, "
+        "samples={}\n",
+        d.bw_kib.min, d.bw_kib.max, d.bw_kib.mean(), d.bw_kib.stddev(), d.bw_kib.n);
+  }
+  return s;
+}
+
+}  // namespace
+
+nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r, bool plus,
+                       std::array<double, 2> group_kib) {
+  nlohmann::json j = {{"jobname", r.name},
+                      {"groupid", o.groupid},
+                      {"error", 0},
+                      {"eta", 0},
+                      {"elapsed", static_cast<uint64_t>(r.elapsed + 0.5)},
+                      {"job options", JobOptionsJson(o)},
+                      {"job_runtime", static_cast<uint64_t>(r.runtime_ms)}};
+  j["read"] = DirJson(o, r.read, r.runtime_ms, group_kib[0], plus);
+  j["write"] = DirJson(o, r.write, r.runtime_ms, group_kib[1], plus);
+  j["trim"] = DirJson(o, DirStats{}, 0, 0, plus);
+  j["sync"] = {{"total_ios", r.syncs}, {"lat_ns", LatencyJson(r.sync_lat, o.percentiles, plus)}};
+  j["job_runtime"] = static_cast<uint64_t>(r.runtime_ms);
+  j["usr_cpu"] = r.usr_cpu;
+  j["sys_cpu"] = r.sys_cpu;
+  j["ctx"] = r.ctx;
+  j["majf"] = r.majf;
+  j["minf"] = r.minf;
+  j["iodepth_level"] = DepthMap(r.depth.level, true);
+  j["iodepth_submit"] = DepthMap(r.depth.submit, false);
+  j["iodepth_complete"] = DepthMap(r.depth.complete, false);
+  LatencyHistogram all = r.read.clat;
+  all.Merge(r.write.clat);
+  LatencyBuckets(all, &j);
+  j["latency_depth"] = o.iodepth;
+  j["latency_target"] = 0;
+  j["latency_percentile"] = 100.0;
+  j["latency_window"] = 0;
+  return j;
+}
+
+nlohmann::json JobsJson(std::span<const IoJobOptions> specs, const IoRun& run, bool plus,
+                        const std::vector<std::pair<std::string, std::string>>& global_given) {
+  // bw_agg: a job's mean bandwidth as a % of its group's (fio's rs->agg).
+  std::map<unsigned, std::array<double, 2>> group_kib;
+  for (const auto& r : run.jobs) {
+    auto& g = group_kib[specs[r.spec].groupid];
+    double secs = r.runtime_ms / 1e3;
+    if (secs <= 0) continue;
+    g[0] += static_cast<double>(r.read.io_bytes) / 1024 / secs;
+    g[1] += static_cast<double>(r.write.io_bytes) / 1024 / secs;
+  }
+  nlohmann::json jobs = nlohmann::json::array();
+  for (const auto& r : run.jobs) {
+    const IoJobOptions& o = specs[r.spec];
+    jobs.push_back(JobJson(o, r, plus, group_kib[o.groupid]));
+  }
+  auto now = std::chrono::system_clock::now();
+  std::time_t t = std::chrono::system_clock::to_time_t(now);
+  char when[64];
+  std::tm tm{};
+  ::localtime_r(&t, &tm);
+  std::strftime(when, sizeof when, "%a %b %e %H:%M:%S %Y", &tm);
+  nlohmann::json j = {
+      {"fio version", std::string("dsbench-") + DSPACK_VERSION},
+      {"timestamp", static_cast<int64_t>(t)},
+      {"timestamp_ms",
+       std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count()},
+      {"time", when}};
+  if (!global_given.empty()) {
+    nlohmann::json g = nlohmann::json::object();
+    for (const auto& [k, v] : global_given) g[k] = v;
+    j["global options"] = g;
+  }
+  j["jobs"] = jobs;
+  if (run.disk) j["disk_util"] = nlohmann::json::array({run.disk->ToJson()});
+  return j;
+}
+
+nlohmann::json JobsJson(const IoJobOptions& o, const IoRun& run) {
+  return JobsJson(std::span<const IoJobOptions>(&o, 1), run, false, {});
+}
+
+nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r) {
+  double secs = r.runtime_ms / 1e3;
+  std::array<double, 2> kib{};
+  if (secs > 0) {
+    kib = {static_cast<double>(r.read.io_bytes) / 1024 / secs,
+           static_cast<double>(r.write.io_bytes) / 1024 / secs};
+  }
+  return JobJson(o, r, false, kib);
+}
+
+std::string JobText(const IoJobOptions& o, const JobResult& r) {
+  std::string s = fmt::format(
+      "{}: (groupid={}, jobs={}): err= 0: rw={}, bs={}, ioengine={}, iodepth={}, direct={}\n",
+      r.name, o.groupid, r.jobs, RwName(o.rw), FormatBytes(o.bs), o.ioengine, o.iodepth,
+      o.direct ? 1 : 0);
+  s += DirText(o, "read", r.read, r.runtime_ms);
+  s += DirText(o, "write", r.write, r.runtime_ms);
+  if (r.syncs > 0) s += LatencyText("fsync", r.sync_lat, o.percentiles);
+  s += fmt::format("  cpu          : usr={:.2f}%, sys={:.2f}%, ctx={}, majf={}, minf={}\n",
+                   r.usr_cpu, r.sys_cpu, r.ctx, r.majf, r.minf);
+  return s;
+}
+
+std::string JobsText(std::span<const IoJobOptions> specs, const IoRun& run) {
+  std::string s;
+  for (const auto& r : run.jobs) s += JobText(specs[r.spec], r);
+  s += DiskUtilText(run.disk) + "\n";
+  return s;
+}
+
+std::string JobsText(const IoJobOptions& o, const IoRun& run) {
+  return JobsText(std::span<const IoJobOptions>(&o, 1), run);
+}
+
+}  // namespace ds::bench

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# dsbench io speaks fio (issue 16 #1): a fio job file runs as is; fio's own runbook command runs
+# unchanged; the JSON has every key path a real fio 3.33 run of the same job file has (json and
+# json+); fio's fio_jsonplus_clat2csv reads our json+; a job file is never a test target; an
+# option we do not support is refused by name (exit 2); time_based without runtime is refused.
+source "$(dirname "$0")/lib.sh"
+DSBENCH=${DSBENCH:?set DSBENCH}
+command -v fio >/dev/null || fail "fio is not installed (scripts/deps.sh installs it)"
+mkdir d
+cat > job.fio <<EOF
+; three groups, as a runbook writes them
+[global]
+directory=$WORK/d
+size=4M
+bs=4k
+# psync unless a job says otherwise
+ioengine=psync
+
+[seqread]
+rw=read
+numjobs=2
+
+[randrw]
+stonewall
+rw=randrw
+rwmixread=70
+ioengine=io_uring
+iodepth=4
+
+[seqwrite]
+new_group
+rw=write
+fsync=64
+EOF
+cp job.fio job.orig
+for fmt in json json+; do
+  fio job.fio --output-format="$fmt" --output="fio.$fmt" > /dev/null || fail "fio $fmt"
+  "$DSBENCH" io job.fio --output-format="$fmt" --output="ds.$fmt" || fail "dsbench io job.fio"
+  $PY - "fio.$fmt" "ds.$fmt" <<'PY' || fail "$fmt: key paths differ from fio's"
+import json, sys
+
+def paths(o, p=""):
+    if isinstance(o, dict):
+        for k, v in o.items():
+            if k in ("percentile", "bins"):  # keys are values (percentiles, bucket ns)
+                yield p + "/" + k
+            else:
+                yield from paths(v, p + "/" + k)
+    elif isinstance(o, list):
+        for x in o:
+            yield from paths(x, p + "/[]")
+    else:
+        yield p
+
+fio, ds = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+missing = sorted(set(paths(fio)) - set(paths(ds)))
+assert not missing, f"{len(missing)} fio key paths missing: {missing[:20]}"
+# The same jobs, groups and IO counts (fio's and ours do the same work on the same sizes).
+assert [(j["jobname"], j["groupid"]) for j in ds["jobs"]] == \
+       [(j["jobname"], j["groupid"]) for j in fio["jobs"]], (ds["jobs"], fio["jobs"])
+for a, b in zip(ds["jobs"], fio["jobs"]):
+    ios = lambda j: j["read"]["total_ios"] + j["write"]["total_ios"]
+    assert ios(a) == ios(b) == 1024, (a["jobname"], ios(a), ios(b))
+    assert a["job options"] == b["job options"], (a["job options"], b["job options"])
+    if a["jobname"] == "seqwrite":  # 1024 writes: an fsync after each 64th but the last
+        assert a["sync"]["total_ios"] == b["sync"]["total_ios"] == 15, (a["sync"], b["sync"])
+assert ds["global options"] == fio["global options"]
+if sys.argv[2].endswith("+"):
+    assert all(ds["jobs"][0]["read"]["clat_ns"]["bins"].values())
+PY
+done
+cmp job.fio job.orig || fail "running job.fio changed it"
+[ "$(ls d | sort | tr '\n' ' ')" = "randrw.0.0 seqread.0.0 seqread.1.0 seqwrite.0.0 " ] ||
+  fail "fio's file names, fio's run leaves them: $(ls d)"
+pass "a fio job file ([global], sections, stonewall, new_group, comments): every fio 3.33 key path (json, json+), same jobs, groups, IOs, job options and fsyncs"
+
+# fio's own tool reads our json+ (it once died with KeyError: 'trim').
+$PY "$(command -v fio_jsonplus_clat2csv)" ds.json+ clat > clat.out || fail "fio_jsonplus_clat2csv"
+for n in 0 1 2 3; do
+  [ "$(wc -l < "clat_job$n")" -gt 2 ] || fail "clat_job$n: no latency rows"
+done
+grep -q "^nsec, read_slat_ns_count" clat_job0 || fail "clat_job0: not fio's CSV header"
+pass "fio_jsonplus_clat2csv turns our json+ into a CSV per job"
+
+# The runbook command, unchanged but for its size; --filename: one file shared by the 4 jobs,
+# created by the run and kept (fio's default), then read again.
+"$DSBENCH" io --name=seq_read --filename="$WORK/F" --rw=read --bs=1M --size=32M --direct=1 \
+  --ioengine=libaio --numjobs=4 --runtime=30 --group_reporting --output-format=json > rb.json ||
+  fail "the runbook command"
+$PY -c 'import json; j=json.load(open("rb.json"))["jobs"]; assert len(j)==1 and j[0]["read"]["io_bytes"]==4*32<<20, j[0]["read"]' ||
+  fail "runbook: 4 jobs x 32 MiB in one group"
+pass "fio's runbook command (libaio, numjobs=4, group_reporting) runs as is"
+
+# A job file is never a target, whatever the options say (one was once overwritten).
+expect_exit 0 "$DSBENCH" io job.fio --rw=write --size=1M
+cmp job.fio job.orig || fail "dsbench io job.fio --rw write changed the job file"
+printf '[x]\nrw=read\n' > plain.ini
+cp plain.ini plain.orig
+expect_exit 2 "$DSBENCH" io --filename=plain.ini --rw=write --size=1M --allow-overwrite
+expect_err "a fio job file, never a test target"
+expect_exit 2 "$DSBENCH" io plain.ini --rw=write --size=1M
+cmp plain.ini plain.orig || fail "a file starting with '[' was written"
+pass "a job file (.fio, or text starting with '[') is never written, even with --allow-overwrite"
+
+expect_exit 2 "$DSBENCH" io d --size=1M --verify_pattern=0xff
+expect_err "'verify_pattern' is not an option dsbench io supports"
+printf '[global]\nsize=1M\n[j]\ndirectory=d\nexitall_on_error\n' > bad.fio
+expect_exit 2 "$DSBENCH" io bad.fio
+expect_err "bad.fio:5: 'exitall_on_error' is not an option"
+expect_exit 2 timeout 10 "$DSBENCH" io d --size=1M --time_based
+expect_err "time_based needs a runtime"
+expect_exit 2 "$DSBENCH" io d --size=1M --runtime=2parsecs
+expect_err "--runtime=2parsecs"
+expect_exit 2 "$DSBENCH" io no-such.fio
+expect_err "no-such.fio: no such job file"
+[ "$(ls d | wc -l)" = 4 ] || fail "a refused run left files: $(ls d)"
+pass "unsupported options refused by name (command line and job file:line), time_based without runtime, bad units: exit 2, nothing written"
