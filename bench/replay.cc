@@ -354,7 +354,9 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
     if (o.cache == "cold") DS_RETURN_IF_ERROR(MakeCold(&o, path, src.get(), res));
     if (torch) {
       DS_ASSIGN_OR_RETURN(double residency, src->Residency());
+      DiskSampler disk(o.disk_device);
       DS_ASSIGN_OR_RETURN(EpochResult ep, torch->RunEpoch(e, res->files_per_sample));
+      ep.disk = disk.Stop();
       ep.residency_before = residency;
       res->epochs.push_back(std::move(ep));
       continue;
@@ -364,7 +366,9 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
       if (!go) break;
     }
     std::vector<uint64_t> order = RankEpochOrder(o, src->size(), n, e, shards);
+    DiskSampler disk(o.disk_device);  // after the eviction: its IO is not the epoch's
     DS_ASSIGN_OR_RETURN(EpochResult ep, Epoch(o, *src, std::move(order), e, res).Run());
+    ep.disk = disk.Stop();
     res->epochs.push_back(std::move(ep));
   }
   res->interrupted = StopRequested();
@@ -414,6 +418,7 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
     if (r.required_samples_per_sec > 0) {
       j["headroom"] = e.capacity_samples_per_sec / r.required_samples_per_sec;
     }
+    if (e.disk) j["disk_util"] = json::array({e.disk->ToJson()});  // fio's layout
     epochs.push_back(j);
   }
   return {{"dataset", o.dataset},
@@ -485,6 +490,8 @@ std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
                        : client ? " (client-bound: dsbench used the CPUs; the storage may do more)"
                                 : " (storage-bound: more workers, or a packed layout)");
     }
+    // Whether the device was the limit (util near 100%) or had room.
+    if (e.disk) t += "  " + e.disk->ToText() + "\n";
   }
   if (r.error_count > 0) {
     t += fmt::format("{} samples skipped (--on-error skip); the first:\n", r.error_count);

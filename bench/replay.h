@@ -29,6 +29,7 @@
 
 #include "bench/slowfs/mount.h"
 #include "formats/layout.h"
+#include "src/diskstats.h"
 #include "src/histogram.h"
 #include "src/status.h"
 
@@ -57,6 +58,9 @@ struct ReplayOptions {
   std::optional<SlowfsOptions> slowfs;
   // A bar per epoch on stderr (samples done, MB/s, ETA), drawn only when stderr is a terminal.
   bool progress = false;
+  // Block device sampled in /proc/diskstats during each epoch's reads (SystemProbe's
+  // block_device of the dataset); empty: none.
+  std::string disk_device;
   // This process is rank `rank` of `world` readers of one training job (dsbench replay under
   // MPI, docs/mpi.md). map: the epoch's global permutation (the same on every rank), rank r
   // reading positions r, r + world, ... (torch's DistributedSampler without its padding, so
@@ -92,8 +96,9 @@ struct EpochResult {
   // What the loader could deliver if its workers never idled: samples / (busy / workers). With a
   // simulated accelerator the delivered rate is capped by compute; this is not.
   double capacity_samples_per_sec = 0;
-  double cpu_seconds = 0;  // dsbench's own (user + system)
-  uint64_t errors = 0;     // samples skipped under on_error=skip
+  double cpu_seconds = 0;        // dsbench's own (user + system)
+  uint64_t errors = 0;           // samples skipped under on_error=skip
+  std::optional<DiskUtil> disk;  // disk_device's activity during the epoch's reads
 };
 
 // MLPerf Storage's bar: the accelerator must be busy at least 90% of the time.

@@ -151,6 +151,7 @@ int RunReplayCommand(JobFlags* f) {
                           ProbeSystem(WithRank(f->job.dataset, (*world)->rank())));
   }
   SystemProbe probe = ProbeSystem(f->job.dataset);
+  f->job.disk_device = probe.block_device;
   if (!json) {
     std::fputs(probe.ToText().c_str(), stdout);
     std::fflush(stdout);
@@ -292,6 +293,7 @@ int TrainingCommands::Run() {
   }
   bool json = f->cj.format == "json";
   SystemProbe probe = ProbeSystem(o.src);
+  o.job.disk_device = probe.block_device;
   if (!json) {
     std::fputs(probe.ToText().c_str(), stdout);
     std::fflush(stdout);

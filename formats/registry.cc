@@ -165,6 +165,35 @@ std::optional<Format> DetectLayout(const std::string& path) {
   return std::nullopt;
 }
 
+namespace {
+
+// Why `path`, which no layout detects, is not a dataset: it is not there, it is not a directory
+// (nor a file layout), or it is a directory no layout wrote.
+Status NotADataset(const std::string& path) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) != 0) {
+    if (errno != ENOENT) return Status::FromErrno(errno, path, Code::kBadInput);
+    return Status(Code::kNotFound,
+                  path +
+                      ": no such file or directory; give the dataset directory `dspack "
+                      "convert` wrote",
+                  ENOENT);
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    return Status(Code::kBadInput,
+                  fmt::format("{}: not a directory; a dataset is the directory `dspack convert` "
+                              "wrote (give a .zip or .tar to `dspack convert` to pack it)",
+                              path));
+  }
+  DS_RETURN_IF_ERROR(CheckNotDamagedDataset(path));
+  return Status(Code::kBadInput,
+                fmt::format("{}: not a dataset dspack reads (native, lmdb, wds, tfrecord or "
+                            "recordio); convert it to one first",
+                            path));
+}
+
+}  // namespace
+
 Result<std::unique_ptr<LayoutReader>> OpenLayout(const std::string& path) {
   // No open of a directory a writer holds (a convert, --force replacing it, dssync staging):
   // the shared lock is held while the reader finds and opens the files, then dropped.
@@ -173,15 +202,7 @@ Result<std::unique_ptr<LayoutReader>> OpenLayout(const std::string& path) {
     DS_ASSIGN_OR_RETURN(guard, LockDirectoryShared(path));
   }
   auto f = DetectLayout(path);
-  if (!f) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, path, Code::kBadInput);
-    DS_RETURN_IF_ERROR(CheckNotDamagedDataset(path));
-    return Status(Code::kBadInput,
-                  fmt::format("{}: not a dataset dspack reads (native, lmdb, wds, tfrecord or "
-                              "recordio); convert it to one first",
-                              path));
-  }
+  if (!f) return NotADataset(path);
   return LayoutFor(*f).open(path);
 }
 
@@ -228,6 +249,10 @@ Status VerifyLayout(const std::string& path, LayoutVerifyReport* report,
     if (Status damaged = CheckNotDamagedDataset(path); !damaged.ok()) {
       report->problems.push_back(damaged.message());
       return Status::Ok();
+    }
+    // Not there, or a plain file: say so (not "no manifest").
+    if (struct stat st; ::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return NotADataset(path);
     }
   }
   // Otherwise, without a commit point the native verify names what is missing.

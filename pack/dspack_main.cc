@@ -33,14 +33,18 @@ int Fail(const ds::Status& s) { return ds::Fail(kTool, s, kFlags); }
 
 std::string ConvertSummary(const ds::ConvertOptions& o, const ds::ConvertReport& r) {
   double t = r.total_seconds > 0 ? r.total_seconds : 1e-9;
+  // From a dataset the inputs are its samples' fields, not files.
+  std::string what = r.from_dataset
+                         ? fmt::format("{} samples ({} fields) of a dataset", r.samples, r.files)
+                         : fmt::format("{} files into {} samples", r.files, r.samples);
   std::string s = fmt::format(
-      "converted {} files into {} samples ({}) -> {} shards in {}\n"
-      "  {} files/s, {} (scan {}), {} threads\n"
+      "converted {} ({}) -> {} shards in {}\n"
+      "  {} {}/s, {} (scan {}), {} threads\n"
       "  output: {} ({} written)",
-      r.files, r.samples, ds::FormatBytes(r.payload_bytes), r.shards,
-      ds::FormatDuration(r.total_seconds), ds::FormatCount(r.files / t),
-      ds::FormatRate(r.payload_bytes / t), ds::FormatDuration(r.scan_seconds), o.threads, o.out,
-      ds::FormatBytes(r.bytes_written));
+      what, ds::FormatBytes(r.payload_bytes), r.shards, ds::FormatDuration(r.total_seconds),
+      ds::FormatCount((r.from_dataset ? r.samples : r.files) / t),
+      r.from_dataset ? "samples" : "files", ds::FormatRate(r.payload_bytes / t),
+      ds::FormatDuration(r.scan_seconds), o.threads, o.out, ds::FormatBytes(r.bytes_written));
   if (r.classes) s += fmt::format(", {} classes", r.classes);
   if (r.ignored_entries)
     s += fmt::format(", {} archive entries ignored (directories, links)", r.ignored_entries);

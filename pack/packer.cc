@@ -34,6 +34,7 @@ std::vector<uint64_t> ShufflePermutation(uint64_t n, uint64_t seed) {
 json ConvertReport::ToJson() const {
   return {{"samples", samples},
           {"files", files},
+          {"from_dataset", from_dataset},
           {"payload_bytes", payload_bytes},
           {"shards", shards},
           {"bytes_written", bytes_written},
@@ -145,6 +146,7 @@ class Packer {
       DS_ASSIGN_OR_RETURN(source_,
                           NativeSource::Open(o_.src, {o_.include, o_.exclude}, kInlineLimit));
     } else if (layout) {
+      r_->from_dataset = true;
       DS_ASSIGN_OR_RETURN(auto reader, OpenLayout(o_.src));
       DS_ASSIGN_OR_RETURN(source_, LayoutSource::Open(std::move(reader), {o_.include, o_.exclude}));
     } else {

@@ -57,7 +57,8 @@ inline constexpr uint64_t kInlineLimit = 1 << 20;
 
 struct ConvertReport {
   uint64_t samples = 0;
-  uint64_t files = 0;
+  uint64_t files = 0;         // inputs read: files, archive members, or a dataset's fields
+  bool from_dataset = false;  // the source was a dataset: `files` counts its fields
   uint64_t payload_bytes = 0;
   uint64_t shards = 0;
   uint64_t bytes_written = 0;

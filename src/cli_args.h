@@ -13,12 +13,14 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "src/human.h"
 #include "src/status.h"
@@ -35,8 +37,62 @@ inline int Fail(std::string_view tool, const Status& status,
   return ExitCode(status);
 }
 
+namespace internal {
+
+// Edit distance (Levenshtein), for "did you mean".
+inline size_t EditDistance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); j++) row[j] = j;
+  for (size_t i = 1; i <= a.size(); i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); j++) {
+      size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+// The closest long option of `app` to `flag` ("--formt" -> "--format"), or "" when none is
+// within 2 edits.
+inline std::string Closest(const CLI::App& app, std::string_view flag) {
+  std::string_view name = flag.substr(0, flag.find('='));
+  while (!name.empty() && name.front() == '-') name.remove_prefix(1);
+  std::string best;
+  size_t best_d = 3;
+  for (const CLI::Option* o : app.get_options()) {
+    for (const std::string& l : o->get_lnames()) {
+      size_t d = EditDistance(name, l);
+      if (d < best_d) {
+        best_d = d;
+        best = "--" + l;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace internal
+
 // Returns -1 when main should go on, else the exit code to return.
 inline int ParseArgs(std::string_view tool, CLI::App& app, int argc, char** argv) {
+  // A first word that is no command: "unknown command 'frobnicate'" and the list.
+  if (argc > 1 && argv[1][0] != '-' && !app.get_subcommands({}).empty()) {
+    std::string word = argv[1], list;
+    bool known = false;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known = known || sub->check_name(word);
+      list += (list.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      std::fprintf(stderr, "%.*s: unknown command '%s' (commands: %s; see --help)\n",
+                   static_cast<int>(tool.size()), tool.data(), EscapeBytes(word).c_str(),
+                   list.c_str());
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -52,8 +108,20 @@ inline int ParseArgs(std::string_view tool, CLI::App& app, int argc, char** argv
     for (char& c : what) {
       if (c == '\n') c = ' ';
     }
-    std::fprintf(stderr, "%.*s: %s (see --help)\n", static_cast<int>(tool.size()), tool.data(),
-                 what.c_str());
+    // An unknown flag close to a known one: "did you mean --format?".
+    std::string hint;
+    const CLI::App* in = &app;
+    for (const CLI::App* sub : app.get_subcommands()) in = sub;  // the command parsed
+    for (int i = 1; i < argc && hint.empty(); i++) {
+      std::string_view a = argv[i];
+      if (a.rfind("--", 0) != 0 || in->get_option_no_throw(std::string(a.substr(0, a.find('='))))) {
+        continue;
+      }
+      std::string c = internal::Closest(*in, a);
+      if (!c.empty()) hint = "; did you mean " + c + "?";
+    }
+    std::fprintf(stderr, "%.*s: %s%s (see --help)\n", static_cast<int>(tool.size()), tool.data(),
+                 what.c_str(), hint.c_str());
     return 2;
   }
   return -1;

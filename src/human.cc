@@ -31,16 +31,42 @@ Result<uint64_t> ParseSize(std::string_view text) {
   auto bad = [&](std::string_view why) {
     return Status(
         Code::kInvalidArgument,
-        fmt::format("invalid size '{}': {} (examples: 4096, 4k, 1MiB, 256MB)", text, why));
+        fmt::format("invalid size '{}': {} (examples: 4096, 4k, 1MiB, 256MB, 500MB/s, 4Gbit/s)",
+                    text, why));
   };
   std::string s(text);
-  if (s.size() >= 2 && s.substr(s.size() - 2) == "/s") s.resize(s.size() - 2);
+  // Rates: "500MB/s", "500MBps"; bits: "4Gbit/s", "100Mbps" (SI, 8 bits a byte).
+  bool rate = false;
+  if (s.size() >= 2 && s.substr(s.size() - 2) == "/s") {
+    s.resize(s.size() - 2);
+    rate = true;
+  } else if (s.size() >= 3 && s.substr(s.size() - 2) == "ps" &&
+             std::isalpha(static_cast<unsigned char>(s[s.size() - 3]))) {
+    s.resize(s.size() - 2);
+    rate = true;
+  }
   auto split = SplitNumber(s);
   if (!split.ok()) return bad(split.status().message());
   double num = split->first;
   std::string unit;
   for (char c : split->second)
     unit += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  bool bits = false;
+  if (unit.size() >= 3 && unit.substr(unit.size() - 3) == "bit") {
+    bits = true;
+    unit.resize(unit.size() - 3);
+  } else if (rate && split->second.size() >= 2 && split->second.back() == 'b') {  // "Mbps"
+    bits = true;
+    unit.pop_back();
+  }
+  if (bits) {  // network units are SI: k = 1000
+    static const std::pair<const char*, double> kSi[] = {{"", 1},    {"k", 1e3},  {"m", 1e6},
+                                                         {"g", 1e9}, {"t", 1e12}, {"p", 1e15}};
+    for (const auto& [u, m] : kSi) {
+      if (unit == u) return static_cast<uint64_t>(std::llround(num * m / 8));
+    }
+    return bad("unknown unit '" + split->second + "'");
+  }
   double mult;
   if (unit.empty() || unit == "b")
     mult = 1;

@@ -4,11 +4,13 @@
 //   none or "b"                     bytes
 //   k m g t p  /  KiB MiB GiB TiB   powers of 1024 (fio's and dd's single-letter convention)
 //   KB MB GB TB                     powers of 1000 (SI)
-// and an optional "/s" suffix for rates ("500MB/s"). Examples: "4k" = 4096, "1MiB" = 1048576,
-// "1.5GB" = 1500000000. Errors name the offending text.
+// and an optional "/s" or "ps" suffix for rates ("500MB/s", "500MBps"). Bits are SI and
+// divided by 8: "4Gbit/s", "100Mbit", "4Gbps" (a lower-case "b" before "ps" is bits).
+// Examples: "4k" = 4096, "1MiB" = 1048576, "1.5GB" = 1500000000. Errors name the offending text.
 //
 // ParseDuration accepts a number with an optional unit: none or "s" (seconds), "ms", "us" (or
-// "µs"), "ns", "m" (minutes), "h", "d", as fio's time options do: "1ms" = 0.001, "0.2ms", "50us", "2".
+// "µs"), "ns", "m" (minutes), "h", "d", as fio's time options do: "1ms" = 0.001, "0.2ms",
+// "50us", "2".
 #pragma once
 
 #include <cstdint>

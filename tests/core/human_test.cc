@@ -14,12 +14,18 @@ TEST_CASE("ParseSize follows fio's letters and SI/IEC words", "[core]") {
   CHECK(*ParseSize("1GB") == 1000000000);
   CHECK(*ParseSize("1.5GB") == 1500000000);
   CHECK(*ParseSize("500MB/s") == 500000000);
+  CHECK(*ParseSize("500MBps") == 500000000);  // rate spellings (issue 16 #5)
+  CHECK(*ParseSize("1GiBps") == 1ull << 30);
+  CHECK(*ParseSize("4Gbit/s") == 500000000);  // bits are SI, 8 a byte
+  CHECK(*ParseSize("4Gbps") == 500000000);    // lower-case b before ps: bits
+  CHECK(*ParseSize("100Mbit") == 12500000);
   CHECK(*ParseSize("2TiB") == 2ull << 40);
   CHECK(*ParseSize("0") == 0);
 }
 
 TEST_CASE("ParseSize rejects bad text with a message naming it", "[core]") {
-  for (const char* bad : {"", "k", "12q", "1.3", "abc", "99999999999P", "-1", "1..2k"}) {
+  for (const char* bad :
+       {"", "k", "12q", "1.3", "abc", "99999999999P", "-1", "1..2k", "4Qbit/s", "5ps", "3xps"}) {
     auto r = ParseSize(bad);
     INFO(bad);
     REQUIRE_FALSE(r.ok());

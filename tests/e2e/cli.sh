@@ -9,7 +9,16 @@ done
 expect_exit 2 "$DSPACK"
 expect_exit 2 "$DSPACK" convert
 expect_exit 2 "$DSPACK" frobnicate
+expect_err "unknown command 'frobnicate' (commands: convert, verify, info, ls, cat, extract, synth"
 mkdir src; echo x > src/a.txt
+expect_exit 2 "$DSPACK" convert src out --formt lmdb
+expect_err "did you mean --format?"
+expect_exit 2 "$DSPACK" verify nosuch
+expect_err "nosuch: no such file or directory; give the dataset directory"
+expect_exit 1 "$DSPACK" info /etc/passwd
+expect_err "/etc/passwd: not a directory"
+expect_exit 2 "$DSBENCH" frobnicate
+expect_err "unknown command 'frobnicate' (commands: io, storage, meta"
 expect_exit 2 "$DSPACK" convert src out --shard-size 12parsecs
 expect_err "invalid size '12parsecs'"
 expect_exit 2 "$DSPACK" convert src out --align 3k
