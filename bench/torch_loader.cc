@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <thread>
 #include <vector>
@@ -22,16 +23,28 @@ using nlohmann::json;
 
 namespace {
 
-// build/python when this binary runs from a build tree (build/bench/dsbench), else "".
+// Where the dspack Python package is, for the child's PYTHONPATH: build/python when this
+// binary runs from a build tree (build/bench/dsbench); P/lib/python3.X/dist-packages when it was
+// installed into the prefix P (cmake --install); else "" (Python's own path, e.g. /usr/local).
 std::string BuildTreePackage() {
   char exe[4096];
   ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return "";
   std::string dir(exe, static_cast<size_t>(n));
   dir = dir.substr(0, dir.rfind('/'));
-  std::string pkg = dir + "/../python";
   struct stat st;
-  return ::stat((pkg + "/dspack/__init__.py").c_str(), &st) == 0 ? pkg : "";
+  auto has = [&](const std::string& pkg) {
+    return ::stat((pkg + "/dspack/__init__.py").c_str(), &st) == 0;
+  };
+  if (has(dir + "/../python")) return dir + "/../python";
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir + "/../lib", ec)) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("python3", 0) == 0 && has(e.path().string() + "/dist-packages")) {
+      return e.path().string() + "/dist-packages";
+    }
+  }
+  return "";
 }
 
 std::string Python() {

@@ -10,19 +10,24 @@ mkdir -p "$DIR"
 F="$DIR/parity.dat"
 [ -f "$F" ] || fio --name=lay --filename="$F" --size=2G --rw=write --bs=1M --direct=1 --refill_buffers --output=/dev/null
 out="$DIR/parity.txt"; : > "$out"
+# Each job is given to fio and to dsbench as the same words (dsbench io takes fio's options).
+# The 4-job cases are the runbook's `--numjobs=4 --group_reporting` (4 jobs on one file).
 jobs=(
   "rand4k-qd32-io_uring|--rw=randread --bs=4k --iodepth=32 --ioengine=io_uring --direct=1"
+  "rand4k-qd32-libaio|--rw=randread --bs=4k --iodepth=32 --ioengine=libaio --direct=1"
   "rand4k-qd1-psync|--rw=randread --bs=4k --iodepth=1 --ioengine=psync --direct=1"
   "seq1m-qd8-io_uring|--rw=read --bs=1M --iodepth=8 --ioengine=io_uring --direct=1"
+  "seq1m-4jobs-libaio|--rw=read --bs=1M --ioengine=libaio --direct=1 --numjobs=4 --group_reporting"
+  "seq1m-4jobs-io_uring|--rw=read --bs=1M --ioengine=io_uring --direct=1 --numjobs=4 --group_reporting"
 )
 for r in $(seq 1 "$ROUNDS"); do
   for j in "${jobs[@]}"; do
     name=${j%%|*}; args=${j#*|}
-    fio --name=p --filename="$F" --size=2G $args --runtime="$RT" --time_based --output-format=json > "$DIR/fio.json"
-    # dsbench takes the same fio option names with -- prefixes
     # shellcheck disable=SC2086
-    "$DSBENCH" io "$F" $(echo $args | sed 's/--\([a-z_]*\)=/--\1 /g') --runtime "$RT" --time_based --output-format json > "$DIR/ds.json"
-    python3 - "$name" "$DIR/fio.json" "$DIR/ds.json" >> "$out" <<'PY'
+    fio --name=p --filename="$F" --size=2G $args --runtime="$RT" --time_based --output-format=json > "$DIR/fio.json"
+    # shellcheck disable=SC2086
+    "$DSBENCH" io --name=p --filename="$F" --size=2G $args --runtime="$RT" --time_based --output-format=json > "$DIR/ds.json"
+    /usr/bin/python3 - "$name" "$DIR/fio.json" "$DIR/ds.json" >> "$out" <<'PY'
 import json, sys
 name, f, d = sys.argv[1:4]
 def get(path):
@@ -35,7 +40,7 @@ print(name, fi, fb, fc, di, db, dc)
 PY
   done
 done
-python3 - "$out" "$ROUNDS" "$RT" <<'PY'
+/usr/bin/python3 - "$out" "$ROUNDS" "$RT" <<'PY'
 import statistics, sys
 rows = {}
 for line in open(sys.argv[1]):
