@@ -150,12 +150,16 @@ Status SetPercentiles(Build& b, const std::string& v) {
   return Status::Ok();
 }
 
+// A bare write_*_log: the logs are named after the job (resolved once its name is known).
+constexpr char kJobName[] = "\x01name";
+
 struct Option {
   const char* name;
   const char* alias;  // or nullptr
-  bool flag;          // may be given bare (means 1)
+  bool flag;          // may be given bare (means 1, or bare_value)
   const char* help;
   Apply apply;
+  const char* bare_value = nullptr;  // what a bare flag means, if not 1
 };
 
 // The table: every option dsbench io accepts, with fio's meaning (fio's HOWTO).
@@ -235,6 +239,14 @@ const Option kOptions[] = {
     {"stonewall", "wait_for_previous", true, "Wait for the jobs before this one to finish",
      DS_SET_B(stonewall, "stonewall")},
     {"new_group", nullptr, true, "Start a new reporting group", DS_SET_B(new_group, "new_group")},
+    {"write_bw_log", nullptr, true, "Log bandwidth to PREFIX_bw.N.log (bare: the job's name)",
+     DS_SET(b.o.logs.bw = v), kJobName},
+    {"write_lat_log", nullptr, true, "Log latency to PREFIX_{lat,clat,slat}.N.log",
+     DS_SET(b.o.logs.lat = v), kJobName},
+    {"write_iops_log", nullptr, true, "Log IOPS to PREFIX_iops.N.log", DS_SET(b.o.logs.iops = v),
+     kJobName},
+    {"log_avg_msec", nullptr, false, "Average the logs over this many ms (0: every IO)",
+     DS_SET_U(logs.avg_msec, "log_avg_msec", 0, 86400000)},
     {"unlink", nullptr, true, "Remove the test files dsbench created (dsbench's default: 1)",
      DS_SET(DS_ASSIGN_OR_RETURN(bool x, Bool("unlink", v)); b.o.keep = !x)},
 };
@@ -322,7 +334,7 @@ Result<IoJobOptions> BuildJob(const RawJob& raw, const IoJobOptions& defaults,
   for (size_t i = 0; i < raw.entries.size(); i++) {
     const Entry& e = raw.entries[i];
     const Option* opt = Find(e.key);
-    std::string v = e.bare ? "1" : e.value;
+    std::string v = e.bare ? (opt->bare_value ? opt->bare_value : "1") : e.value;
     Status s = opt->apply(b, v);
     if (!s.ok()) {  // "--key=value: why" on the command line, "job.fio:12: key=value: why"
       bool cli = e.where.rfind("--", 0) == 0;
@@ -338,6 +350,9 @@ Result<IoJobOptions> BuildJob(const RawJob& raw, const IoJobOptions& defaults,
     }
   }
   IoJobOptions& o = b.o;
+  for (std::string* log : {&o.logs.bw, &o.logs.lat, &o.logs.iops}) {
+    if (*log == kJobName) *log = o.name;  // fio: a bare write_*_log names the logs after the job
+  }
   // Where the job's files are: fio's directory and filename, or dsbench's PATH.
   if (!b.filename.empty()) {
     if (!b.directory.empty()) {

@@ -121,6 +121,10 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
       !SleepUntil(thread_start + static_cast<int64_t>(o.startdelay * 1e9), stop)) {
     return Status::Ok();
   }
+  std::unique_ptr<IoLogs> logs;
+  if (o.logs.any()) {
+    DS_ASSIGN_OR_RETURN(logs, IoLogs::Open(o.logs, job));
+  }
   EngineOptions eo;
   eo.depth = o.iodepth;
   eo.sqpoll = o.sqthread_poll;
@@ -311,6 +315,11 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
         d.clat.Add(static_cast<uint64_t>(now - issued[slot]));
         window_bytes[read ? 0 : 1] += static_cast<uint64_t>(r->result);
         window_ios[read ? 0 : 1]++;
+        if (logs) {
+          logs->Complete(static_cast<uint64_t>(now - thread_start) / 1000000, read ? 0 : 1,
+                         static_cast<uint64_t>(r->result),
+                         static_cast<uint64_t>(now - issued[slot]));
+        }
       }
       free_slots.push_back(slot);
     }
@@ -322,6 +331,10 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
   }
   if (o.end_fsync && Writes(o.rw)) DS_RETURN_IF_ERROR(do_fsync(false));
   ::getrusage(RUSAGE_THREAD, &ru1);
+  if (logs) {
+    logs->Tick(static_cast<uint64_t>(NowNs() - thread_start) / 1000000, true);
+    DS_RETURN_IF_ERROR(logs->Close());
+  }
   out->start_ns = measured_from;
   out->end_ns = NowNs();
   out->runtime_ms = static_cast<double>(out->end_ns - measured_from) / 1e6;

@@ -35,6 +35,7 @@
 #include <utility>
 #include <vector>
 
+#include "bench/io_logs.h"
 #include "src/diskstats.h"
 #include "src/histogram.h"
 #include "src/status.h"
@@ -94,7 +95,8 @@ struct IoJobOptions {
   bool randrepeat = true;           // false: the random offsets are seeded from the clock
   std::vector<int> cpus;            // cpus_allowed (empty: any)
   std::vector<double> percentiles;  // percentile_list (empty: fio's default list)
-  bool stonewall = false;           // wait for the jobs before this one (RunIoJobs' caller does)
+  IoLogOptions logs;       // fio's write_bw_log, write_lat_log, write_iops_log (bench/io_logs.h)
+  bool stonewall = false;  // wait for the jobs before this one (RunIoJobs' caller does)
   bool new_group = false;
   unsigned groupid = 0;
   // The options as given, echoed as fio's "job options" ({"bs": "4k"}); empty: the report

@@ -115,3 +115,29 @@ expect_exit 2 "$DSBENCH" io no-such.fio
 expect_err "no-such.fio: no such job file"
 [ "$(ls d | wc -l)" = 4 ] || fail "a refused run left files: $(ls d)"
 pass "unsupported options refused by name (command line and job file:line), time_based without runtime, bad units: exit 2, nothing written"
+
+# fio's logs, read by fio's own plotting tools (they find gnuplot; run under Debian's python3).
+mkdir logs
+( cd logs
+  "$DSBENCH" io "$WORK/d" --name=lg --rw=randrw --bs=4k --size=4M --runtime=1.2 --time_based \
+    --write_bw_log --write_iops_log --write_lat_log=lg --log_avg_msec=200 --numjobs=2 > /dev/null ||
+    exit 1
+  for n in 1 2; do
+    for kind in bw iops lat clat; do
+      [ "$(wc -l < "lg_$kind.$n.log")" -ge 8 ] || { echo "lg_$kind.$n.log is short"; exit 1; }
+    done
+  done
+  # fio's layout: "time_ms, value, ddir, bs, offset", ddir 0 and 1, times rising by ~200 ms.
+  $PY - <<'PY' || exit 1
+rows = [[int(x) for x in l.split(", ")] for l in open("lg_bw.1.log")]
+assert all(len(r) == 5 and r[2] in (0, 1) and r[1] > 0 for r in rows), rows
+times = sorted({r[0] for r in rows})
+assert all(150 <= b - a <= 260 for a, b in zip(times, times[1:-1])), times
+PY
+  $PY "$(command -v fio2gnuplot)" -b -g > f2g.out 2>&1 || { cat f2g.out; exit 1; }
+  ls ./*.png > /dev/null 2>&1 || { cat f2g.out; echo "fio2gnuplot made no image"; exit 1; }
+  fio_generate_plots lg > fgp.out 2>&1 || { cat fgp.out; exit 1; }
+  [ -s lg-bw.svg ] && [ -s lg-lat.svg ] || { ls; echo "fio_generate_plots made no svg"; exit 1; }
+) || fail "fio's logs"
+[ "$(ls d | wc -l)" = 4 ] || fail "the logged run left files: $(ls d)"
+pass "write_bw_log/write_iops_log/write_lat_log with log_avg_msec: fio's log layout; fio2gnuplot and fio_generate_plots plot them"
