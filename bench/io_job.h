@@ -107,10 +107,12 @@ struct IoJobOptions {
 // fio's bw/iops samples: one per 500 ms window of a job (fio's bw_avg_time/iops_avg_time).
 struct SampleStats {
   uint64_t n = 0;
-  double min = 0, max = 0, sum = 0, sum_sq = 0;
+  double min = 0, max = 0, mean = 0, m2 = 0;  // m2: sum of squared deviations (Welford)
   void Add(double v);
-  void Merge(const SampleStats& o);
-  double mean() const { return n ? sum / static_cast<double>(n) : 0; }
+  // A job that ran beside this one (fio's group_reporting, sum_stat's pure sum): the group's
+  // rate is the sum of its jobs', so min, max and mean add up, the variances add, and the
+  // sample counts add.
+  void AddParallel(const SampleStats& o);
   double stddev() const;
 };
 

@@ -18,24 +18,27 @@ void SampleStats::Add(double v) {
   min = n == 0 ? v : std::min(min, v);
   max = n == 0 ? v : std::max(max, v);
   n++;
-  sum += v;
-  sum_sq += v * v;
+  double d = v - mean;
+  mean += d / static_cast<double>(n);
+  m2 += d * (v - mean);
 }
 
-void SampleStats::Merge(const SampleStats& o) {
+void SampleStats::AddParallel(const SampleStats& o) {
   if (o.n == 0) return;
-  min = n == 0 ? o.min : std::min(min, o.min);
-  max = n == 0 ? o.max : std::max(max, o.max);
+  if (n == 0) {
+    *this = o;
+    return;
+  }
+  double var = stddev() * stddev() + o.stddev() * o.stddev();
+  min += o.min;
+  max += o.max;
+  mean += o.mean;
   n += o.n;
-  sum += o.sum;
-  sum_sq += o.sum_sq;
+  m2 = var * static_cast<double>(n - 1);
 }
 
 double SampleStats::stddev() const {
-  if (n < 2) return 0;
-  double m = mean();
-  double var = (sum_sq - static_cast<double>(n) * m * m) / static_cast<double>(n - 1);
-  return var > 0 ? std::sqrt(var) : 0;
+  return n < 2 ? 0 : std::sqrt(std::max(0.0, m2 / static_cast<double>(n - 1)));
 }
 
 void DepthStats::Merge(const DepthStats& o) {
@@ -50,6 +53,7 @@ JobResult MergeJobResults(const std::string& name, std::span<const JobResult> re
   JobResult g;
   g.name = name;
   g.jobs = 0;
+  double run_ms = 0;
   for (const auto& r : results) {
     g.start_ns = g.jobs == 0 ? r.start_ns : std::min(g.start_ns, r.start_ns);
     g.jobs += r.jobs;
@@ -61,17 +65,23 @@ JobResult MergeJobResults(const std::string& name, std::span<const JobResult> re
       dst->ios += src->ios;
       dst->short_ios += src->short_ios;
       dst->clat.Merge(src->clat);
-      dst->bw_kib.Merge(src->bw_kib);
-      dst->iops.Merge(src->iops);
+      dst->bw_kib.AddParallel(src->bw_kib);
+      dst->iops.AddParallel(src->iops);
     }
-    g.usr_cpu += r.usr_cpu;
-    g.sys_cpu += r.sys_cpu;
+    // fio's group CPU: the jobs' CPU time over their summed runtimes (a mean, not a sum).
+    g.usr_cpu += r.usr_cpu * r.runtime_ms;
+    g.sys_cpu += r.sys_cpu * r.runtime_ms;
+    run_ms += r.runtime_ms;
     g.ctx += r.ctx;
     g.majf += r.majf;
     g.minf += r.minf;
     g.depth.Merge(r.depth);
     g.syncs += r.syncs;
     g.sync_lat.Merge(r.sync_lat);
+  }
+  if (run_ms > 0) {
+    g.usr_cpu /= run_ms;
+    g.sys_cpu /= run_ms;
   }
   return g;
 }
@@ -111,13 +121,13 @@ nlohmann::json DirJson(const IoJobOptions& o, const DirStats& d, double runtime_
   const SampleStats& b = d.bw_kib;
   j["bw_min"] = static_cast<uint64_t>(b.min);
   j["bw_max"] = static_cast<uint64_t>(b.max);
-  j["bw_agg"] = group_kib > 0 ? b.mean() * 100 / group_kib : 0.0;
-  j["bw_mean"] = b.mean();
+  j["bw_agg"] = group_kib > 0 ? b.mean * 100 / group_kib : 0.0;
+  j["bw_mean"] = b.mean;
   j["bw_dev"] = b.stddev();
   j["bw_samples"] = b.n;
   j["iops_min"] = static_cast<uint64_t>(d.iops.min);
   j["iops_max"] = static_cast<uint64_t>(d.iops.max);
-  j["iops_mean"] = d.iops.mean();
+  j["iops_mean"] = d.iops.mean;
   j["iops_stddev"] = d.iops.stddev();
   j["iops_samples"] = d.iops.n;
   return j;
@@ -202,7 +212,7 @@ std::string DirText(const IoJobOptions& o, const char* what, const DirStats& d, 
     s += fmt::format(
         "   bw (  KiB/s): min={:.0f}, max={:.0f}, avg={:.2f}, stdev={:.2f}, "
         "samples={}\n",
-        d.bw_kib.min, d.bw_kib.max, d.bw_kib.mean(), d.bw_kib.stddev(), d.bw_kib.n);
+        d.bw_kib.min, d.bw_kib.max, d.bw_kib.mean, d.bw_kib.stddev(), d.bw_kib.n);
   }
   return s;
 }
