@@ -459,9 +459,10 @@ Result<FioSpec> ParseFioArgs(std::span<const std::string> args, const IoJobOptio
     }
   }
   for (const auto& f : spec.out.formats) {
-    if (f != "normal" && f != "json" && f != "json+") {
-      return Status(Code::kInvalidArgument,
-                    "--output-format=" + f + ": choose normal, json or json+ (a comma list)");
+    if (f != "normal" && f != "json" && f != "json+" && f != "terse") {
+      return Status(
+          Code::kInvalidArgument,
+          "--output-format=" + f + ": choose normal, json, json+ or terse (a comma list)");
     }
   }
   // fio: options on the command line override the job files'.
@@ -504,7 +505,7 @@ std::string FioOptionsHelp() {
     s += fmt::format("  --{:<36} {}\n", name, o.help);
   }
   s += "  --output=FILE                          Write the report to FILE\n"
-       "  --output-format=normal|json|json+      A comma list prints each\n"
+       "  --output-format=normal|json|json+|terse  A comma list prints each\n"
        "  --section=NAME                         Run only this job section (repeatable)\n"
        "Any other option is refused (exit 2), never ignored.\n";
   return s;

@@ -77,6 +77,8 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
       report += probe.ToText();
       report += JobsText(jobs, *r);
       if (StopRequested()) report += "interrupted: partial results above\n";
+    } else if (f == "terse") {
+      report += JobsTerse(jobs, *r);
     } else {
       auto j = JobsJson(jobs, *r, f == "json+", spec.global_given);
       j["dsbench"] = {{"probe", probe.ToJson()}, {"interrupted", StopRequested()}};

@@ -219,6 +219,11 @@ nlohmann::json JobsJson(std::span<const IoJobOptions> specs, const IoRun& run, b
 nlohmann::json JobsJson(const IoJobOptions& o, const IoRun& run);
 // fio-like human summary, ending with the "disk stats" line.
 std::string JobsText(std::span<const IoJobOptions> specs, const IoRun& run);
+// fio's terse v3: one semicolon-separated line per job (130 fields with a disk, 121 without),
+// fields in fio's order and units (KiB, KiB/s, usec); slat is 0 (not measured apart).
+std::string JobTerse(const IoJobOptions& o, const JobResult& r, std::array<double, 2> group_kib,
+                     const std::optional<DiskUtil>& disk);
+std::string JobsTerse(std::span<const IoJobOptions> specs, const IoRun& run);
 std::string JobsText(const IoJobOptions& o, const IoRun& run);
 
 }  // namespace ds::bench

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <ctime>
+#include <initializer_list>
 
 #include "bench/io_job.h"
 #include "bench/latency_report.h"
@@ -219,6 +220,20 @@ std::string DirText(const IoJobOptions& o, const char* what, const DirStats& d, 
 
 }  // namespace
 
+// Each reporting group's read/write KiB/s (fio's rs->agg), for bw_agg.
+static std::map<unsigned, std::array<double, 2>> GroupKib(std::span<const IoJobOptions> specs,
+                                                          const IoRun& run) {
+  std::map<unsigned, std::array<double, 2>> group_kib;
+  for (const auto& r : run.jobs) {
+    auto& g = group_kib[specs[r.spec].groupid];
+    double secs = r.runtime_ms / 1e3;
+    if (secs <= 0) continue;
+    g[0] += static_cast<double>(r.read.io_bytes) / 1024 / secs;
+    g[1] += static_cast<double>(r.write.io_bytes) / 1024 / secs;
+  }
+  return group_kib;
+}
+
 nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r, bool plus,
                        std::array<double, 2> group_kib) {
   nlohmann::json j = {{"jobname", r.name},
@@ -253,15 +268,7 @@ nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r, bool plus,
 
 nlohmann::json JobsJson(std::span<const IoJobOptions> specs, const IoRun& run, bool plus,
                         const std::vector<std::pair<std::string, std::string>>& global_given) {
-  // bw_agg: a job's mean bandwidth as a % of its group's (fio's rs->agg).
-  std::map<unsigned, std::array<double, 2>> group_kib;
-  for (const auto& r : run.jobs) {
-    auto& g = group_kib[specs[r.spec].groupid];
-    double secs = r.runtime_ms / 1e3;
-    if (secs <= 0) continue;
-    g[0] += static_cast<double>(r.read.io_bytes) / 1024 / secs;
-    g[1] += static_cast<double>(r.write.io_bytes) / 1024 / secs;
-  }
+  auto group_kib = GroupKib(specs, run);
   nlohmann::json jobs = nlohmann::json::array();
   for (const auto& r : run.jobs) {
     const IoJobOptions& o = specs[r.spec];
@@ -301,6 +308,75 @@ nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r) {
            static_cast<double>(r.write.io_bytes) / 1024 / secs};
   }
   return JobJson(o, r, false, kib);
+}
+
+namespace {
+
+// One direction's 41 fields of fio's terse v3 line (KiB, KiB/s, usec).
+void TerseDir(const IoJobOptions& o, const DirStats& d, double runtime_ms, double group_kib,
+              std::string* t) {
+  double secs = runtime_ms / 1e3;
+  auto us = [](double ns) { return ns / 1e3; };
+  *t += fmt::format(
+      ";{};{};{};{}", d.io_bytes / 1024,
+      secs > 0 ? static_cast<uint64_t>(static_cast<double>(d.io_bytes) / 1024 / secs) : 0,
+      secs > 0 ? static_cast<uint64_t>(static_cast<double>(d.ios) / secs) : 0,
+      d.ios ? static_cast<uint64_t>(runtime_ms) : 0);
+  *t += ";0;0;0.000000;0.000000";  // slat: not measured apart
+  const LatencyHistogram& h = d.clat;
+  *t += fmt::format(";{:.0f};{:.0f};{:.6f};{:.6f}", us(static_cast<double>(h.min())),
+                    us(static_cast<double>(h.max())), us(h.mean()), us(h.stddev()));
+  std::span<const double> ps = o.percentiles;
+  if (ps.empty()) ps = LatencyHistogram::DefaultPercentiles();
+  for (size_t i = 0; i < 20; i++) {
+    if (i < ps.size() && h.count()) {
+      *t += fmt::format(";{:.6f}%={:.0f}", ps[i], us(static_cast<double>(h.Percentile(ps[i]))));
+    } else {
+      *t += ";0%=0";
+    }
+  }
+  *t += fmt::format(";{:.0f};{:.0f};{:.6f};{:.6f}", us(static_cast<double>(h.min())),
+                    us(static_cast<double>(h.max())), us(h.mean()), us(h.stddev()));  // lat
+  const SampleStats& b = d.bw_kib;
+  *t += fmt::format(";{:.0f};{:.0f};{:.6f}%;{:.6f};{:.6f}", b.min, b.max,
+                    group_kib > 0 ? b.mean * 100 / group_kib : 0.0, b.mean, b.stddev());
+}
+
+std::string Pcts(const nlohmann::json& map, std::initializer_list<const char*> keys, int digits) {
+  std::string t;
+  for (const char* k : keys) t += fmt::format(";{:.{}f}%", map.at(k).get<double>(), digits);
+  return t;
+}
+
+}  // namespace
+
+std::string JobTerse(const IoJobOptions& o, const JobResult& r, std::array<double, 2> group_kib,
+                     const std::optional<DiskUtil>& disk) {
+  std::string t = fmt::format("3;dsbench-{};{};{};0", DSPACK_VERSION, r.name, o.groupid);
+  TerseDir(o, r.read, r.runtime_ms, group_kib[0], &t);
+  TerseDir(o, r.write, r.runtime_ms, group_kib[1], &t);
+  t += fmt::format(";{:.6f}%;{:.6f}%;{};{};{}", r.usr_cpu, r.sys_cpu, r.ctx, r.majf, r.minf);
+  nlohmann::json j = JobJson(o, r, false, group_kib);  // the same maps as the JSON
+  t += Pcts(j["iodepth_level"], {"1", "2", "4", "8", "16", "32", ">=64"}, 1);
+  t += Pcts(j["latency_us"], {"2", "4", "10", "20", "50", "100", "250", "500", "750", "1000"}, 2);
+  t += Pcts(j["latency_ms"],
+            {"2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000"}, 2);
+  if (disk) {
+    t += fmt::format(";{};{};{};{};{};{};{};{};{:.2f}%", disk->name, disk->read_ios,
+                     disk->write_ios, disk->read_merges, disk->write_merges, disk->read_ticks,
+                     disk->write_ticks, disk->in_queue, disk->util());
+  }
+  return t;
+}
+
+std::string JobsTerse(std::span<const IoJobOptions> specs, const IoRun& run) {
+  auto group_kib = GroupKib(specs, run);
+  std::string t;
+  for (const auto& r : run.jobs) {
+    const IoJobOptions& o = specs[r.spec];
+    t += JobTerse(o, r, group_kib[o.groupid], run.disk) + "\n";
+  }
+  return t;
 }
 
 std::string JobText(const IoJobOptions& o, const JobResult& r) {

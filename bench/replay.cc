@@ -130,7 +130,7 @@ Status MakeCold(ReplayOptions* o, const std::string& path, ReplaySource* src, Re
         "dataset's files with fadvise DONTNEED instead");
   }
   if (!o->drop_caches) {
-    DS_RETURN_IF_ERROR(ReplaySource::Evict(src->files()));
+    DS_RETURN_IF_ERROR(ReplaySource::Evict(src->files(), o->progress));
     if (o->slowfs) {
       // The files behind the slow mount too, or "cold" reads would come from the page cache
       // under it (an NFS server's memory) and never from its disk.
@@ -139,7 +139,7 @@ Status MakeCold(ReplayOptions* o, const std::string& path, ReplaySource* src, Re
         if (f.compare(0, path.size(), path) == 0)
           backing.push_back(o->dataset + f.substr(path.size()));
       }
-      DS_RETURN_IF_ERROR(ReplaySource::Evict(backing));
+      DS_RETURN_IF_ERROR(ReplaySource::Evict(backing, o->progress));
     }
   }
   return src->Reopen();
@@ -323,7 +323,12 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
     res->notes.push_back(fmt::format("read through the slow file system ({}) mounted at {}",
                                      SlowfsText(*o.slowfs), mount.mountpoint()));
   }
-  DS_ASSIGN_OR_RETURN(auto src, ReplaySource::Open(path));
+  // Through a slow mount the scan is a round trip per file (seconds): say what is going on.
+  const bool tty = o.progress && ::isatty(STDERR_FILENO);
+  if (tty) std::fprintf(stderr, "scanning %s ...\r", path.c_str());
+  auto opened = ReplaySource::Open(path);
+  if (tty) std::fprintf(stderr, "\033[K");
+  DS_ASSIGN_OR_RETURN(auto src, std::move(opened));
   DescribeDataset(*src, o.compute_time, res);
   if (on_start) on_start(*res);
   uint64_t n = o.max_samples ? std::min(o.max_samples, src->size()) : src->size();

@@ -13,6 +13,7 @@
 
 #include "formats/sources/zip.h"
 #include "src/fd.h"
+#include "src/progress.h"
 
 namespace ds::bench {
 
@@ -115,8 +116,11 @@ Status ForEachFile(const std::vector<std::string>& files,
 
 }  // namespace
 
-Status ReplaySource::Evict(const std::vector<std::string>& files) {
-  return ForEachFile(files, [](const std::string& f) -> Status {
+Status ReplaySource::Evict(const std::vector<std::string>& files, bool progress) {
+  Progress bar(progress, "files evicted", files.size());
+  std::atomic<uint64_t> done{0};
+  return ForEachFile(files, [&](const std::string& f) -> Status {
+    bar.Update(done.fetch_add(1, std::memory_order_relaxed) + 1, 0);
     auto opened = OpenFile(f, O_RDONLY);
     // A file that vanished holds no cache to evict; reading its sample reports it (on_error).
     if (!opened.ok() && opened.status().code() == Code::kNotFound) return Status::Ok();

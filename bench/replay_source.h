@@ -53,7 +53,8 @@ class ReplaySource {
   // (dirty ones, e.g. of a dataset just written, are written back first, or they would stay).
   // Call it with the source closed: pages a reader maps (LMDB) cannot be dropped while mapped.
   // Files are visited from 16 threads: through a slow file system each open is a round trip.
-  static Status Evict(const std::vector<std::string>& files);
+  // `progress`: a bar on stderr ("evicting", files done) when it is a terminal.
+  static Status Evict(const std::vector<std::string>& files, bool progress = false);
   // Close drops what the source holds open (shards, data.mdb's map, the zip); Reopen opens it
   // again, as a DataLoader without persistent workers does each epoch. A tree holds nothing
   // open and keeps its file list: ImageFolder scans once, when the Dataset is made.

@@ -153,7 +153,7 @@ TEST_CASE("fio options: what dsbench does not support is refused by name", "[ben
                                        {"/tmp", "--time_based"},
                                        {"/tmp", "--iodepth=0"},
                                        {"/tmp", "--runtime=5parsecs"},
-                                       {"/tmp", "--output-format=terse"},
+                                       {"/tmp", "--output-format=csv"},
                                        {"/tmp", "--bs"},
                                        {"/tmp", "/var"},
                                        {}}) {

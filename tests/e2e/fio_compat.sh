@@ -74,6 +74,26 @@ cmp job.fio job.orig || fail "running job.fio changed it"
   fail "fio's file names, fio's run leaves them: $(ls d)"
 pass "a fio job file ([global], sections, stonewall, new_group, comments): every fio 3.33 key path (json, json+), same jobs, groups, IOs, job options and fsyncs"
 
+# terse v3: the same number of fields per line as fio's, each of the same kind, in order.
+fio job.fio --output-format=terse --output=fio.terse > /dev/null || fail "fio terse"
+"$DSBENCH" io job.fio --output-format=terse --output=ds.terse || fail "dsbench terse"
+$PY - fio.terse ds.terse <<'PY' || fail "terse differs from fio's"
+import re, sys
+def kind(x):
+    for k, p in (("int", r"-?\d+"), ("float", r"-?\d+\.\d+"), ("pct", r"-?[\d.]+%"),
+                 ("pctl", r"[\d.]+%=\d+")):
+        if re.fullmatch(p, x):
+            return k
+    return "str"
+f, d = ([l.split(";") for l in open(p).read().splitlines()] for p in sys.argv[1:])
+assert len(f) == len(d) == 4, (len(f), len(d))
+for a, b in zip(f, d):
+    assert len(a) == len(b) and len(a) in (121, 130), (len(a), len(b))
+    diff = [(i + 1, x, y) for i, (x, y) in enumerate(zip(a, b)) if kind(x) != kind(y)]
+    assert not diff and a[2:4] == b[2:4], diff
+PY
+pass "terse v3: fio's fields, count and kinds, per job"
+
 # fio's own tool reads our json+ (it once died with KeyError: 'trim').
 $PY "$(command -v fio_jsonplus_clat2csv)" ds.json+ clat > clat.out || fail "fio_jsonplus_clat2csv"
 for n in 0 1 2 3; do
