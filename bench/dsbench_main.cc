@@ -135,7 +135,13 @@ int main(int argc, char** argv) try {
   if (int rc = ds::ParseArgs(kTool, app, argc, argv); rc >= 0) return rc;
   ds::bench::InstallStopHandlers();
 
-  if (int rc = training.Run(); rc >= 0) return rc;
+  std::string command;  // as typed, for the report (arguments with spaces quoted)
+  for (int i = 0; i < argc; i++) {
+    std::string a = argv[i];
+    if (a.find_first_of(" \t'\"") != std::string::npos) a = "'" + a + "'";
+    command += (i ? " " : "") + a;
+  }
+  if (int rc = training.Run(command); rc >= 0) return rc;
 
   if (meta->parsed()) {
     if (mformat != "normal" && mformat != "json") {

@@ -201,6 +201,25 @@ std::string Header(const json& c) {
     if (read > 0) lat += (lat.empty() ? "+" : ", +") + svg::Ns(read * 1e9) + " per read";
     facts.emplace_back("slowfs", lat.empty() ? "no added latency" : lat);
   }
+  // Where and how it was measured (compare.json's "host"): what a design doc has to quote.
+  if (const json& h = c.value("host", json()); h.is_object()) {
+    const json& p = h.value("probe", json::object());
+    const json& mount = p.value("mount", json::object());
+    const json& dev = p.value("block_device", json::object());
+    const json& mem = p.value("memory", json::object());
+    facts.emplace_back("host", Str(p, "host") + ", Linux " + Str(p, "kernel"));
+    facts.emplace_back("file system", Str(p, "fs_type") + " on " + Str(mount, "source") + " at " +
+                                          Str(mount, "point") + " (" + Str(mount, "options") + ")");
+    if (std::string d = Str(dev, "name"); !d.empty()) {
+      facts.emplace_back("device", d + ", scheduler " + Str(dev, "scheduler"));
+    }
+    double cores = Num(p, "cores"), total = Num(mem, "total");
+    std::string machine = std::isnan(cores) ? "" : fmt::format("{} cores", cores);
+    if (!std::isnan(total)) machine += ", " + FormatBytes(static_cast<uint64_t>(total)) + " memory";
+    facts.emplace_back("machine", machine);
+    facts.emplace_back("date", Str(p, "date"));
+    facts.emplace_back("dsbench", Str(h, "dsbench_version") + ": " + Str(h, "command"));
+  }
   out += "<dl class=\"facts\">";
   for (const auto& [k, v] : facts)
     out += fmt::format("<div><dt>{}</dt><dd>{}</dd></div>", k, Esc(v));

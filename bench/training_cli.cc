@@ -12,6 +12,7 @@
 #include "bench/slowfs/mount.h"
 #include "bench/stop.h"
 #include "src/cli_args.h"
+#include "src/fd.h"
 #include "src/human.h"
 #include "src/system_probe.h"
 
@@ -253,7 +254,7 @@ TrainingCommands::TrainingCommands(CLI::App& app) : f_(std::make_unique<Flags>()
 
 TrainingCommands::~TrainingCommands() = default;
 
-int TrainingCommands::Run() {
+int TrainingCommands::Run(const std::string& command) {
   Flags* f = f_.get();
   if (f->replay->parsed()) return RunReplayCommand(&f->rj);
   if (f->slowfs->parsed()) {
@@ -305,17 +306,15 @@ int TrainingCommands::Run() {
   });
   if (!s.ok()) return Fail(s);
   nlohmann::json cj = CompareJson(o, r);
+  // The context a design doc needs beside the figures: where and how they were measured.
+  cj["host"] = {
+      {"probe", probe.ToJson()}, {"dsbench_version", DSPACK_VERSION}, {"command", command}};
   nlohmann::json j = {{"dsbench", {{"probe", probe.ToJson()}}}, {"compare", cj}};
   std::string json_path = o.work_dir + "/compare.json";
   std::string html_path = f->html.empty() ? o.work_dir + "/report.html" : f->html;
-  std::ofstream json_file(json_path);
-  json_file << j.dump(2) << "\n";
-  json_file.close();
-  if (!json_file) return Fail(Status(Code::kIOError, json_path + ": cannot write the JSON report"));
-  std::ofstream html(html_path);
-  html << CompareHtml(cj);
-  html.close();
-  if (!html) return Fail(Status(Code::kIOError, html_path + ": cannot write the HTML report"));
+  // Whole or not at all under the final names (path.tmp, fsync, rename).
+  if (Status w = WriteFileAtomic(json_path, j.dump(2) + "\n"); !w.ok()) return Fail(w);
+  if (Status w = WriteFileAtomic(html_path, CompareHtml(cj)); !w.ok()) return Fail(w);
   if (json) {
     std::printf("%s\n", j.dump(2).c_str());
   } else {

@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <memory>
+#include <string>
 
 namespace ds::bench {
 
@@ -17,8 +18,9 @@ class TrainingCommands {
  public:
   explicit TrainingCommands(CLI::App& app);
   ~TrainingCommands();
-  // -1 when none of these commands was given, else the exit code.
-  int Run();
+  // -1 when none of these commands was given, else the exit code. `command`: the command line
+  // as typed, recorded in compare's report.
+  int Run(const std::string& command);
 
   struct Flags;  // defined in the .cc
 

@@ -3,10 +3,12 @@
 #include <fmt/format.h>
 #include <sys/statfs.h>
 #include <sys/sysmacros.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <climits>
 #include <cstdlib>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 #include <thread>
@@ -110,6 +112,16 @@ static std::string ReadSmall(const std::string& path) {
 SystemProbe ProbeSystem(const std::string& path) {
   SystemProbe p;
   p.path = path;
+  if (struct utsname u; ::uname(&u) == 0) {
+    p.host = u.nodename;
+    p.kernel = u.release;
+  }
+  std::time_t now = std::time(nullptr);
+  std::tm tm{};
+  char when[32];
+  if (::gmtime_r(&now, &tm) && std::strftime(when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", &tm)) {
+    p.date = when;
+  }
   p.cores = std::thread::hardware_concurrency();
   struct statfs sf;
   if (::statfs(path.c_str(), &sf) == 0) {
@@ -180,7 +192,10 @@ SystemProbe ProbeSystem(const std::string& path) {
 }
 
 nlohmann::json SystemProbe::ToJson() const {
-  return {{"path", path},
+  return {{"host", host},
+          {"kernel", kernel},
+          {"date", date},
+          {"path", path},
           {"fs_type", fs_type},
           {"mount",
            {{"point", mount_point},
@@ -201,8 +216,9 @@ nlohmann::json SystemProbe::ToJson() const {
 }
 
 std::string SystemProbe::ToText() const {
-  std::string s = fmt::format("path {}: {} ({}) on {} mounted at {}\n", path, fs_type, mount_fstype,
-                              mount_source, mount_point);
+  std::string s = fmt::format("host {}, kernel {}, {}\n", host, kernel, date);
+  s += fmt::format("path {}: {} ({}) on {} mounted at {}\n", path, fs_type, mount_fstype,
+                   mount_source, mount_point);
   s += fmt::format("  mount options: {}\n", mount_options);
   if (!block_device.empty()) {
     s += fmt::format("  block device {}: scheduler {}, read_ahead_kb {}\n", block_device, scheduler,

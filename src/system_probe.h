@@ -12,6 +12,9 @@
 namespace ds {
 
 struct SystemProbe {
+  std::string host;    // uname's nodename
+  std::string kernel;  // uname's release ("6.1.0-27-amd64")
+  std::string date;    // when probed, UTC, ISO 8601 ("2026-12-02T12:30:00Z")
   std::string path;
   std::string fs_type;  // from statfs magic: ext4, xfs, btrfs, tmpfs, nfs, lustre, gpfs, fuse...
   std::string mount_point;    // from mountinfo: the longest mount point containing path
