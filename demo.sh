@@ -23,8 +23,9 @@ echo "== 1. synthesize: $N ImageNet-like samples (class folders, ~110 KB JPEG-li
 "$DSPACK" synth imagenet-like "$OUT/src" --samples "$N" --seed 1
 
 echo
-echo "== 2. dsbench compare: every layout, the same job (4 workers, batch 32, 2 epochs), cold and"
-echo "      warm, on local disk and through the slow file system (1 ms per metadata round trip)"
+echo "== 2. dsbench compare: every layout, the same job (4 workers, batch 32, 2 epochs, one"
+echo "      simulated GPU taking 10 ms a step: the AU column and FEEDS/STARVES), cold and warm,"
+echo "      on local disk and through the slow file system (1 ms per metadata round trip)"
 cold=()
 [ "$(id -u)" -eq 0 ] && cold=(--drop-caches)  # a cold that also drops dentries and inodes
 slow=(--meta-latency 1ms)
@@ -33,7 +34,7 @@ if [ ! -e /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
   slow=()
 fi
 "$DSBENCH" compare "$OUT/src" --work-dir "$OUT/compare" --label-from-dir --epochs 2 --workers 4 \
-  "${slow[@]}" "${cold[@]}"
+  --gpus 1 --step-time 10ms "${slow[@]}" "${cold[@]}"
 
 echo
 echo "== 3. verify the native shards compare built: every record checksum, the index, the manifest"

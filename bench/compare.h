@@ -62,6 +62,10 @@ struct CompareRun {
   // Summary over the measured epochs (warm: all but the priming one).
   double samples_per_sec = 0, bytes_per_sec = 0, opens_per_sec = 0, first_batch_seconds = 0;
   double capacity_samples_per_sec = 0;  // what the workers could deliver if never idle
+  // The spread of the ranking score (samples/s, or capacity with an accelerator) over the
+  // measured epochs, and how many there were: a median of fewer than 3 is said to be one.
+  double score_min = 0, score_max = 0;
+  size_t epochs_measured = 0;
   std::optional<double> au, headroom;
   double residency_before = 0;  // median at the measured epochs' start
   LatencyHistogram sample_lat, wait_lat;

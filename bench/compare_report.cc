@@ -135,6 +135,12 @@ void SummarizeRun(CompareRun* run) {
   run->capacity_samples_per_sec = Median(cap);
   if (run->result.compute_time > 0 && !au.empty()) run->au = Median(au);
   if (!head.empty()) run->headroom = Median(head);
+  const std::vector<double>& score = run->result.compute_time > 0 ? cap : sps;
+  run->epochs_measured = score.size();
+  if (!score.empty()) {
+    run->score_min = *std::min_element(score.begin(), score.end());
+    run->score_max = *std::max_element(score.begin(), score.end());
+  }
 }
 
 void RankAndRecommend(const CompareOptions& o, CompareResult* res) {
@@ -180,10 +186,42 @@ void RankAndRecommend(const CompareOptions& o, CompareResult* res) {
                  ? "; every layout feeds this job here"
                  : fmt::format("; only {} feed the job here", fmt::join(feeding, ", "));
     }
-    res->recommendation = fmt::format("use {}: {} on {}{}", LayoutWords(best->layout), why,
-                                      StorageWords(o, storage), feed);
+    // The noise: layouts whose epochs overlap the best's (min-max) are tied with it; a median
+    // of fewer than 3 epochs is not a verdict.
+    std::vector<std::string> tied;
+    for (const CompareRun* r : ranked) {
+      if (r != best && r->epochs_measured > 1 && best->epochs_measured > 1 &&
+          r->score_max >= best->score_min) {
+        tied.push_back(r->layout);
+      }
+    }
+    std::string noise;
+    if (!tied.empty()) {
+      noise = fmt::format("; tied within the noise with {} (their epochs overlap)",
+                          fmt::join(tied, ", "));
+    }
+    if (best->epochs_measured < 3) {
+      noise += fmt::format("; from {} measured epoch{}: run 3 or more before quoting it",
+                           best->epochs_measured, best->epochs_measured == 1 ? "" : "s");
+    }
+    res->recommendation = fmt::format("use {}: {} on {}{}{}", LayoutWords(best->layout), why,
+                                      StorageWords(o, storage), feed, noise);
   }
   for (const auto& p : parts) res->recommendation += "\n  " + p;
+  // Implausible: a layout read through the slow file system faster than from local disk, both
+  // warm, beyond the spread of their epochs (a cache that was not what it seemed, a noisy host).
+  for (const auto& s : res->runs) {
+    if (s.storage != "slowfs" || s.cache != "warm" || s.workers != w) continue;
+    for (const auto& l : res->runs) {
+      if (l.storage == "local" && l.cache == "warm" && l.layout == s.layout && l.workers == w &&
+          s.score_min > l.score_max * 1.05) {
+        res->recommendation += fmt::format(
+            "\n  implausible: {} warm through slowfs ({}/s) beat local disk warm ({}/s) beyond "
+            "the noise; rerun before trusting these figures",
+            s.layout, FormatCount(s.score_min), FormatCount(l.score_max));
+      }
+    }
+  }
 }
 
 Result<std::vector<int>> ParseWorkerList(const std::string& text) {
@@ -264,6 +302,9 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
                     {"bytes_per_sec", run.bytes_per_sec},
                     {"opens_per_sec", run.opens_per_sec},
                     {"capacity_samples_per_sec", run.capacity_samples_per_sec},
+                    {"epochs_measured", run.epochs_measured},
+                    {"score_min", run.score_min},
+                    {"score_max", run.score_max},
                     {"first_batch_seconds", run.first_batch_seconds},
                     {"residency_before", run.residency_before},
                     {"au", opt(run.au)},

@@ -55,6 +55,11 @@ for g in c["ranking"]:
     sps = [o["samples_per_sec"] for o in g["order"]]
     assert sps == sorted(sps, reverse=True) and len(sps) == len(layouts), g
 assert c["recommendation"].startswith("use "), c["recommendation"]
+# One measured epoch a run (cold: 1; warm: 2, the first priming): the spread is a point and the
+# recommendation says it rests on fewer than 3 epochs.
+assert all(r["epochs_measured"] == 1 and r["score_min"] == r["score_max"] for r in runs), runs[0]
+assert "from 1 measured epoch: run 3 or more" in c["recommendation"], c["recommendation"]
+assert c["host"]["probe"]["kernel"] and c["host"]["command"].split()[1] == "compare", c["host"]
 if storages == 2:
     assert c["slowfs"]["meta_latency_s"] == 0.001
     d = [r for r in runs if r["layout"] == "dir" and r["storage"] == "slowfs" and r["cache"] == "cold"][0]
