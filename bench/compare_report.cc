@@ -410,18 +410,22 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
           "\n{}, {} cache, {} workers (x = {} vs {}):\n", StorageWords(o, storage), cache, w,
           capacity ? "loader capacity, what the workers could deliver never idle," : "samples/s",
           LayoutWords(r.baseline));
-      t += fmt::format("  {:<4} {:<9} {:<6} {:>10} {:>11} {:>9} {:>9} {:>9} {:>7} {:>7}\n", "rank",
-                       "layout", "mode", "samples/s", "MB/s", "opens/s", "p50", "p99", "AU", "x");
+      // With a required rate, whether each layout feeds the job (MLPerf's AU bar with a
+      // simulated accelerator, else the loader's capacity against the rate).
+      t += fmt::format("  {:<4} {:<9} {:<6} {:>10} {:>11} {:>9} {:>9} {:>9} {:>7} {:>7}{}\n",
+                       "rank", "layout", "mode", "samples/s", "MB/s", "opens/s", "p50", "p99", "AU",
+                       "x", required > 0 ? "  verdict" : "");
       int rank = 1;
       for (const CompareRun* run : Ranked(r, storage, cache, w)) {
-        t += fmt::format("  {:<4} {:<9} {:<6} {:>10} {:>11} {:>9} {:>9} {:>9} {:>7} {:>7}\n",
-                         rank++, run->layout, CompareMode(o.job.mode, run->layout),
-                         FormatCount(run->samples_per_sec), FormatRate(run->bytes_per_sec),
-                         FormatCount(run->opens_per_sec),
-                         FormatDuration(run->sample_lat.Percentile(50) / 1e9),
-                         FormatDuration(run->sample_lat.Percentile(99) / 1e9),
-                         run->au ? fmt::format("{:.1f}%", *run->au * 100) : "-",
-                         run->vs_baseline ? fmt::format("{:.2f}", *run->vs_baseline) : "-");
+        std::string verdict = required > 0 ? (Meets(*run, required) ? "  FEEDS" : "  STARVES") : "";
+        t += fmt::format(
+            "  {:<4} {:<9} {:<6} {:>10} {:>11} {:>9} {:>9} {:>9} {:>7} {:>7}{}\n", rank++,
+            run->layout, CompareMode(o.job.mode, run->layout), FormatCount(run->samples_per_sec),
+            FormatRate(run->bytes_per_sec), FormatCount(run->opens_per_sec),
+            FormatDuration(run->sample_lat.Percentile(50) / 1e9),
+            FormatDuration(run->sample_lat.Percentile(99) / 1e9),
+            run->au ? fmt::format("{:.1f}%", *run->au * 100) : "-",
+            run->vs_baseline ? fmt::format("{:.2f}", *run->vs_baseline) : "-", verdict);
       }
       if (o.workers.size() < 2) continue;
       t += "  worker sweep (fewest workers that meet the required rate):";

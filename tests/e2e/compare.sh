@@ -80,7 +80,7 @@ pass "the HTML report renders in headless Chromium: SVG charts present, numbers 
   --samples-per-sec 1 --cache cold > text.txt
 grep -q "^dir       $(pwd)/tree\|^dir       tree" text.txt || { cat text.txt; fail "dir line"; }
 grep -q "^native    w/native" text.txt || { cat text.txt; fail "native not reused"; }
-grep -Eq "^  1 +(dir|native) " text.txt || { cat text.txt; fail "no ranked table"; }
+grep -Eq "^  1 +(dir|native) .* FEEDS$" text.txt || { cat text.txt; fail "no ranked table with its verdict"; }
 grep -q "worker sweep (fewest workers that meet the required rate): dir 1; native 1;" text.txt ||
   { cat text.txt; fail "sweep line"; }
 grep -q "^recommendation: use " text.txt && grep -q "^report: w/report.html" text.txt ||
