@@ -61,7 +61,8 @@ struct IoJobOptions {
   // slice of one shared file (fio's offset_increment, IOR without -F). An existing file must
   // hold offset + size bytes; a file the run creates holds exactly that.
   uint64_t offset = 0;
-  // The test file's name when PATH is a directory; empty: dsbench.<name>.0.
+  // The test file's name when PATH is a directory, shared by all clones; empty: a file per
+  // clone, <name>.<clone>.0 (fio's naming).
   std::string file_name;
   double runtime = 0;       // seconds; 0 = until `size` is done
   bool time_based = false;  // keep going over the file until runtime
