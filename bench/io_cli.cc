@@ -59,10 +59,9 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
   if (mpi_io.repetitions > 1) return Fail(NeedsMpi("--repetitions"));
   // A --filename that the run will create: probe the directory it goes in.
   std::string where = jobs[0].path;
-  if (::access(where.c_str(), F_OK) != 0 && where.find('/') != std::string::npos) {
-    where = where.substr(0, where.find_last_of('/') + 1);
-  } else if (::access(where.c_str(), F_OK) != 0) {
-    where = ".";
+  if (::access(where.c_str(), F_OK) != 0) {
+    size_t slash = where.find_last_of('/');
+    where = slash == std::string::npos ? "." : where.substr(0, slash + 1);
   }
   SystemProbe probe = ProbeSystem(where);
   for (auto& o : jobs) o.disk_device = probe.block_device;

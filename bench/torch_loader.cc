@@ -26,7 +26,7 @@ namespace {
 // Where the dspack Python package is, for the child's PYTHONPATH: build/python when this
 // binary runs from a build tree (build/bench/dsbench); P/lib/python3.X/dist-packages when it was
 // installed into the prefix P (cmake --install); else "" (Python's own path, e.g. /usr/local).
-std::string BuildTreePackage() {
+std::string DspackPackageDir() {
   char exe[4096];
   ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
   if (n <= 0) return "";
@@ -92,7 +92,7 @@ Result<std::unique_ptr<TorchLoader>> TorchLoader::Start(const ReplayOptions& o,
   OwnedFd child_in(in[0]), child_out(out[1]);
 
   std::vector<std::string> env;
-  std::string pkg = BuildTreePackage();
+  std::string pkg = DspackPackageDir();
   for (char** e = environ; *e; e++) {
     if (!pkg.empty() && std::string_view(*e).rfind("PYTHONPATH=", 0) == 0) continue;
     env.emplace_back(*e);

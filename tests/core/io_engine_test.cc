@@ -113,9 +113,10 @@ void WritesWithODirect(const char* name) {
 }
 }  // namespace
 
-TEST_CASE("psync, libaio and mmap read random blocks at queue depth and return the caller's "
-          "requests",
-          "[core]") {
+TEST_CASE(
+    "psync, libaio and mmap read random blocks at queue depth and return the caller's "
+    "requests",
+    "[core]") {
   ReadsRandomBlocks("psync");
   ReadsRandomBlocks("libaio");
   ReadsRandomBlocks("mmap");
