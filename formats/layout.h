@@ -35,6 +35,7 @@
 #include "formats/format.h"
 #include "formats/layout_options.h"
 #include "formats/sample.h"
+#include "formats/schema.h"
 #include "src/status.h"
 
 namespace ds {
@@ -67,6 +68,9 @@ class LayoutWriter {
 
   virtual void AddSkipped(std::string_view path, std::string_view error) = 0;
   virtual void SetClasses(std::vector<std::string> names, std::string label_field) = 0;
+  // The schema the samples are stored under (formats/schema.h: WithSchema calls it before the
+  // first sample and again before Finish), recorded in the metadata. Default: raw only (native).
+  virtual void SetSchema(const SchemaRecord&) {}
   virtual void ReserveSamples(uint64_t) {}
   virtual uint64_t samples() const = 0;
   virtual uint64_t payload_bytes() const = 0;
@@ -179,6 +183,8 @@ class LayoutReader {
   // Label field name ("" when unlabelled) and class names (classes.txt).
   virtual std::string label_field() const { return label_field_; }
   virtual const std::vector<std::string>& classes() const { return classes_; }
+  // The schema the dataset was written with (raw for foreign data and native datasets).
+  const SchemaRecord& schema() const { return schema_; }
   // The files holding the samples (shards, data.mdb), as paths usable from the caller's cwd.
   virtual std::vector<std::string> DataFiles() const = 0;
   // Format-specific facts for `info` (shards, index kind, layout...).
@@ -229,6 +235,7 @@ class LayoutReader {
   std::string path_;
   std::string label_field_;
   std::vector<std::string> classes_;
+  SchemaRecord schema_;
 
  private:
   Status ReadBatchEngine(IoEngine& engine, std::span<const uint64_t> indices,

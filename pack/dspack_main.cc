@@ -18,13 +18,23 @@ namespace {
 
 // The library's option fields (src/status.h, RenderOptionNames) as this CLI's flags.
 constexpr ds::OptionName kFlags[] = {
-    {"existing=replace", "--force"},        {"existing=resume", "--resume"},
-    {"shard_size", "--shard-size"},         {"align", "--align"},
-    {"lmdb_layout", "--lmdb-layout"},       {"lmdb_layout=sample", "--lmdb-layout sample"},
-    {"dali_index", "--wds-dali-index"},     {"lmdb_map_size", "the LMDB map size"},
-    {"label_from_dir", "--label-from-dir"}, {"exclude", "--exclude"},
-    {"shuffle_seed", "--shuffle-seed"},     {"max_expansion", "--max-expansion"},
-    {"raw_names", "--raw-names"},           {"field", "--field"},
+    {"existing=replace", "--force"},
+    {"existing=resume", "--resume"},
+    {"shard_size", "--shard-size"},
+    {"align", "--align"},
+    {"lmdb_layout", "--lmdb-layout"},
+    {"lmdb_layout=sample", "--lmdb-layout sample"},
+    {"dali_index", "--wds-dali-index"},
+    {"lmdb_map_size", "the LMDB map size"},
+    {"label_from_dir", "--label-from-dir"},
+    {"exclude", "--exclude"},
+    {"shuffle_seed", "--shuffle-seed"},
+    {"max_expansion", "--max-expansion"},
+    {"raw_names", "--raw-names"},
+    {"field", "--field"},
+    {"schema", "--schema"},
+    {"field_map", "--field-map"},
+    {"label_base", "--label-base"},
 };
 
 constexpr std::string_view kTool = "dspack";
@@ -46,6 +56,7 @@ std::string ConvertSummary(const ds::ConvertOptions& o, const ds::ConvertReport&
       r.from_dataset ? "samples" : "files", ds::FormatRate(r.payload_bytes / t),
       ds::FormatDuration(r.scan_seconds), o.threads, o.out, ds::FormatBytes(r.bytes_written));
   if (r.classes) s += fmt::format(", {} classes", r.classes);
+  if (r.schema != ds::SchemaKind::kRaw) s += fmt::format(", schema {}", ds::SchemaName(r.schema));
   if (r.ignored_entries)
     s += fmt::format(", {} archive entries ignored (directories, links)", r.ignored_entries);
   if (r.resumed_at) s += fmt::format(", resumed at source sample {}", r.resumed_at);
@@ -69,7 +80,8 @@ int main(int argc, char** argv) try {
 
   // convert
   ds::ConvertOptions co;
-  std::string shard_size, align, lmdb_layout, on_error = "fail", format = "native";
+  std::string shard_size, align, lmdb_layout, on_error = "fail", format = "native", schema,
+                                              field_map;
   bool dali_index = false, force = false, resume = false;
   uint64_t seed = 0;
   bool quiet = false, json = false;
@@ -101,6 +113,17 @@ int main(int argc, char** argv) try {
   conv->add_option("--align", align, "native: align record starts, e.g. 4k (default 1: none)");
   conv->add_flag("--label-from-dir", co.label_from_dir,
                  "Add a 'cls' field: index of the top-level class folder (writes classes.txt)");
+  conv->add_option("--schema", schema,
+                   "Field names for the layout's loaders: imagenet (TFRecord image/encoded + int64 "
+                   "image/class/label, wds jpg/cls, im2rec records, LMDB pickles) or raw (names as "
+                   "they are). Default: imagenet with --label-from-dir when every sample is one "
+                   "image, raw otherwise; docs/formats/schema.md")
+      ->check(CLI::IsMember({"raw", "imagenet"}));
+  conv->add_option("--field-map", field_map,
+                   "Explicit names and types instead: FROM=TO[:int64],... e.g. "
+                   "JPEG=image/encoded,cls=image/class/label:int64");
+  conv->add_option("--label-base", co.label_base,
+                   "--label-from-dir: the first class's label (default 0; TF's ImageNet uses 1)");
   conv->add_option("--include", co.include, "Only files matching this glob (repeatable)");
   conv->add_option("--exclude", co.exclude, "Leave out files matching this glob (repeatable)");
   auto* seed_opt =
@@ -175,6 +198,12 @@ int main(int argc, char** argv) try {
     }
     if (!lmdb_layout.empty()) co.layout.lmdb_layout = *ds::ParseLmdbLayout(lmdb_layout);
     co.layout.dali_index = dali_index;
+    if (!schema.empty()) co.schema = *ds::ParseSchemaKind(schema);
+    if (!field_map.empty()) {
+      auto rules = ds::ParseFieldMap(field_map);
+      if (!rules.ok()) return Fail(rules.status());
+      co.field_map = std::move(rules).value();
+    }
     co.existing = resume  ? ds::ExistingOutput::kResume
                   : force ? ds::ExistingOutput::kReplace
                           : ds::ExistingOutput::kRefuse;

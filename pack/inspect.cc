@@ -141,6 +141,19 @@ Status Extract(const std::string& dataset, const std::string& dir, const Inspect
   uint64_t files = 0, bytes = 0, refused = 0;
   for (uint64_t i = 0; i < ds->size(); i++) {
     DS_ASSIGN_OR_RETURN(SampleHead h, ds->Head(i));
+    // A schema's stored names back to the source's (formats/schema.h); TFRecord's imagenet
+    // keeps the image's name in image/filename, so that sample is read whole first.
+    std::optional<Sample> whole;
+    if (NeedsImageFilename(ds->schema())) {
+      DS_ASSIGN_OR_RETURN(whole, ds->Get(i));
+    }
+    std::string_view image_filename;
+    if (whole) {
+      for (const auto& f : whole->fields) {
+        if (f.name == kTfImageFilename) image_filename = f.data;
+      }
+    }
+    auto names = SourceFieldNames(ds->schema(), h.fields, image_filename);
     struct Target {
       OwnedFd parent;
       std::string name;
@@ -153,11 +166,11 @@ Status Extract(const std::string& dataset, const std::string& dir, const Inspect
     Status bad;
     for (size_t f = 0; f < h.fields.size() && bad.ok(); f++) {
       Target& t = targets[f];
-      if (!label.empty() && h.fields[f].name == label && !o.with_labels) {
+      if ((!label.empty() && h.fields[f].name == label && !o.with_labels) || !names[f]) {
         t.skip = true;
         continue;
       }
-      std::string path = JoinKeyField(h.key, h.fields[f].name);
+      std::string path = JoinKeyField(h.key, *names[f]);
       auto parts = SafeComponents(path);
       if (!parts.ok()) {
         bad = parts.status();
@@ -194,10 +207,17 @@ Status Extract(const std::string& dataset, const std::string& dir, const Inspect
       refused++;
       continue;
     }
-    Status s = ds->StreamPayload(i, [&](size_t f, std::string_view chunk) -> Status {
+    auto write = [&](size_t f, std::string_view chunk) -> Status {
       if (targets[f].skip) return Status::Ok();
       return WriteFull(targets[f].fd.get(), chunk.data(), chunk.size(), targets[f].name);
-    });
+    };
+    Status s;
+    if (whole) {
+      for (size_t f = 0; f < whole->fields.size() && s.ok(); f++)
+        s = write(f, whole->fields[f].data);
+    } else {
+      s = ds->StreamPayload(i, write);
+    }
     if (!s.ok()) {
       cleanup();
       return s;

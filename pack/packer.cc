@@ -40,6 +40,7 @@ json ConvertReport::ToJson() const {
           {"bytes_written", bytes_written},
           {"skipped", skipped},
           {"classes", classes},
+          {"schema", SchemaName(schema)},
           {"scan_seconds", scan_seconds},
           {"seconds", total_seconds},
           {"files_per_sec", total_seconds > 0 ? files / total_seconds : 0},
@@ -88,8 +89,9 @@ struct Labels {
                                                  EscapeBytes(key)));
     }
     auto it = std::lower_bound(names.begin(), names.end(), key.substr(0, slash));
-    return std::to_string(it - names.begin());
+    return std::to_string(it - names.begin() + base);
   }
+  int64_t base = 0;  // the first class's number
 };
 
 class Packer {
@@ -114,6 +116,7 @@ class Packer {
                     "`shuffle_seed` needs random access, which an archive does not give; convert " +
                         o_.src + " first, then convert the result with `shuffle_seed`");
     }
+    DS_RETURN_IF_ERROR(CheckSchemaOptions());
     DS_ASSIGN_OR_RETURN(wopt_, MakeWriterOptions(o_.format, o_.layout, {o_.existing, {}}));
     std::visit([&](auto& w) { w.creation_options = CreationOptions(); }, wopt_);
     DS_ASSIGN_OR_RETURN(writer_, CreateLayoutWriter(o_.out, wopt_));
@@ -174,6 +177,9 @@ class Packer {
     if (restored == 0) {
       for (const auto& [path, st] : scan_skips) Skip(path, st);
     }
+    Schema schema = ResolveSchema(tree);
+    r_->schema = schema.kind;
+    writer_ = WithSchema(std::move(writer_), o_.format, std::move(schema));
     auto carried = source_->labels();
     if (!carried.first.empty()) {
       if (o_.label_from_dir) {
@@ -185,6 +191,7 @@ class Packer {
       r_->classes = carried.second.size();
     }
     if (o_.label_from_dir) {
+      labels_.base = o_.label_base;
       DS_RETURN_IF_ERROR(labels_.Build(tree));
       writer_->SetClasses(labels_.names, "cls");
       r_->classes = labels_.names.size();
@@ -208,6 +215,34 @@ class Packer {
   }
 
  private:
+  Status CheckSchemaOptions() const {
+    if (o_.label_base != 0 && !o_.label_from_dir) {
+      return Status(Code::kInvalidArgument,
+                    "`label_base` numbers the classes of `label_from_dir`; add it or drop "
+                    "`label_base`");
+    }
+    Schema s{o_.schema.value_or(o_.field_map.empty() ? SchemaKind::kRaw : SchemaKind::kMap),
+             o_.field_map};
+    return s.Validate(o_.format);
+  }
+
+  // The schema asked for, or the default: imagenet for a labelled tree of single images written
+  // to an interop layout (what its loaders expect), raw otherwise.
+  Schema ResolveSchema(const FileTree& tree) const {
+    if (o_.schema || !o_.field_map.empty()) {
+      return {o_.schema.value_or(SchemaKind::kMap), o_.field_map};
+    }
+    if (!o_.label_from_dir || o_.format == Format::kNative || o_.format == Format::kLmdb ||
+        tree.sample_count() == 0) {
+      return {};
+    }
+    for (uint64_t s = 0; s < tree.sample_count(); s++) {
+      auto [begin, end] = tree.files_of(s);
+      if (end - begin != 1 || !IsImageField(tree.field(begin))) return {};
+    }
+    return {SchemaKind::kImagenet, {}};
+  }
+
   // OUT inside SRC would pack the dataset into itself.
   Status CheckOutsideSource() const {
     char src[PATH_MAX], out[PATH_MAX];
@@ -233,6 +268,7 @@ class Packer {
     const auto* native = std::get_if<NativeOptions>(&wopt_);
     j.update(json{{"align", native ? native->align : kDefaultAlign},
                   {"label_from_dir", o_.label_from_dir},
+                  {"label_base", o_.label_base},
                   {"include", o_.include},
                   {"exclude", o_.exclude},
                   {"on_error", o_.on_error == OnError::kFail ? "fail" : "skip"}});

@@ -41,6 +41,12 @@ struct ConvertOptions {
   LayoutKnobs layout;
   int threads = 64;
   bool label_from_dir = false;
+  // Field names and types for the layout's loaders (formats/schema.h, docs/formats/schema.md).
+  // Unset: imagenet when label_from_dir, an interop layout and every sample one image; else raw.
+  // A field_map is schema map.
+  std::optional<SchemaKind> schema;
+  std::vector<FieldRule> field_map;
+  int64_t label_base = 0;  // label_from_dir's number for the first class (TF's ImageNet: 1)
   std::vector<std::string> include;
   std::vector<std::string> exclude;
   std::optional<uint64_t> shuffle_seed;
@@ -64,9 +70,10 @@ struct ConvertReport {
   uint64_t bytes_written = 0;
   uint64_t skipped = 0;
   uint64_t classes = 0;
-  uint64_t ignored_entries = 0;   // archive directories, links, special entries (by policy)
-  uint64_t resumed_at = 0;        // source sample the run continued from (0: fresh run)
-  bool already_complete = false;  // --resume on a finished dataset: nothing was done
+  SchemaKind schema = SchemaKind::kRaw;  // the schema the samples were stored under
+  uint64_t ignored_entries = 0;          // archive directories, links, special entries (by policy)
+  uint64_t resumed_at = 0;               // source sample the run continued from (0: fresh run)
+  bool already_complete = false;         // --resume on a finished dataset: nothing was done
   double scan_seconds = 0;
   double total_seconds = 0;
   std::vector<std::string> skipped_examples;  // first few "path: error"

@@ -11,6 +11,7 @@ DSPACK_APT_PACKAGES=(
   # the Python package (python/, docs/python.md) and its tests; Debian's torch is CPU-only
   pybind11-dev python3-dev python3-numpy python3-torch python3-torchvision python3-pytest
   python3-pil
+  protobuf-compiler python3-protobuf  # tests/e2e/schema.sh parses tf.train.Example with protoc's code
   gnuplot-nox  # fio's fio2gnuplot/fio_generate_plots plot our logs in tests/e2e/fio_compat.sh
   help2man dpkg-dev  # man pages from --help (cmake/install.cmake); cpack's dpkg-shlibdeps
   libopenmpi-dev openmpi-bin  # MPI ranks (mpi/, docs/mpi.md); tests/e2e/mpi.sh runs mpirun

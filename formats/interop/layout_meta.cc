@@ -101,7 +101,9 @@ Result<LayoutMeta> LayoutMeta::Load(const std::string& dir) {
     }
     m.skipped = j.value("skipped", json::array());
     m.creation_options = j.value("creation_options", json::object());
-    if (j.contains("lmdb_layout")) m.extra["lmdb_layout"] = j["lmdb_layout"];
+    for (const char* k : {"lmdb_layout", "schema"}) {
+      if (j.contains(k)) m.extra[k] = j[k];
+    }
     return m;
   } catch (const std::exception& e) {
     return bad(std::string("missing or mistyped field (") + e.what() + ")");

@@ -174,6 +174,7 @@ class Writer : public LayoutWriter {
     classes_ = std::move(names);
     meta_.label_field = std::move(label_field);
   }
+  void SetSchema(const SchemaRecord& record) override { schema_ = record; }
   uint64_t samples() const override { return samples_; }
   uint64_t payload_bytes() const override { return payload_; }
 
@@ -184,6 +185,7 @@ class Writer : public LayoutWriter {
               {"layout", field_layout_ ? "field" : "sample"},
               {"samples", samples_},
               {"label_field", meta_.label_field}};
+    if (schema_.kind != SchemaKind::kRaw) m["schema"] = meta_.extra["schema"] = schema_.ToJson();
     Put("__len__", std::to_string(samples_));
     Put("__meta__", m.dump());
     DS_RETURN_IF_ERROR(Fail(Commit()));
@@ -297,6 +299,7 @@ class Writer : public LayoutWriter {
   uint64_t samples_ = 0, payload_ = 0;
   LayoutMeta meta_;
   std::vector<std::string> classes_;
+  SchemaRecord schema_;
   std::vector<uint32_t> crcs_;  // per sample, for dspack.crc
   std::vector<std::string> created_;
   Status status_;
@@ -385,6 +388,7 @@ class Reader : public LayoutReader {
             {"snapshot", locked_ ? "LMDB lock table (another process has it open)"
                                  : "MDB_NOLOCK (no other process has it open)"},
             {"labels", label_field_.empty() ? json(nullptr) : json(classes_.size())},
+            {"schema", SchemaName(schema_.kind)},
             {"metadata", meta_ ? kLayoutMetaName : "none (foreign LMDB)"},
             {"reads", ReadsCheckedText(crcs_.has_value())}};
   }
@@ -496,6 +500,14 @@ class Reader : public LayoutReader {
         samples_ = m["samples"].get<uint64_t>();
         layout_ = m.value("layout", "field");
         label_field_ = m.value("label_field", "");
+        if (m.contains("schema")) {
+          auto rec = SchemaRecord::FromJson(m["schema"]);
+          if (rec.ok()) {
+            schema_ = std::move(rec).value();
+          } else {
+            st = rec.status().Prefixed(file_ + ": __meta__");
+          }
+        }
         if (layout_ != "field" && layout_ != "sample") {
           st = Status(Code::kCorruption, file_ + ": __meta__ names an unknown layout " + layout_);
         }

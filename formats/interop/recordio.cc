@@ -133,7 +133,10 @@ class Writer : public ShardedWriter {
         }
       }
       rec += fields_[k].data;
-      uint64_t n = records_in_shard_++;
+      // im2rec's rule: the .idx key and the .lst index are the IRHeader id, one record per
+      // sample under the imagenet schema; a record's number in its shard otherwise.
+      uint64_t n = schema().kind == SchemaKind::kImagenet ? sample_number() : records_in_shard_;
+      records_in_shard_++;
       idx_ += fmt::format("{}\t{}\n", n, shard_offset());
       lst_ += fmt::format("{}\t{}\t{}\n", n, lst_labels, JoinKeyField(key_, fields_[k].name));
       DS_RETURN_IF_ERROR(Write(Frame(rec)));

@@ -31,6 +31,11 @@ Status ShardedReader::OpenShards(const std::string& path, std::string_view ext) 
     if (meta.ok()) {
       meta_ = std::move(meta).value();
       label_field_ = meta_->label_field;
+      if (meta_->extra.contains("schema")) {
+        auto rec = SchemaRecord::FromJson(meta_->extra["schema"]);
+        if (!rec.ok()) return rec.status().Prefixed(path + "/" + kLayoutMetaName);
+        schema_ = std::move(rec).value();
+      }
       DS_ASSIGN_OR_RETURN(crcs_, SampleCrcTable::Load(path, *meta_));
       for (const auto& s : meta_->shards) names.push_back(s.name);
     } else if (meta.status().code() != Code::kNotFound) {
@@ -152,6 +157,7 @@ json ShardedReader::Info() const {
   j["total_bytes"] = total;
   if (meta_) j["payload_bytes"] = meta_->payload_bytes;
   j["labels"] = label_field_.empty() ? json(nullptr) : json(classes_.size());
+  j["schema"] = SchemaName(schema_.kind);
   if (meta_) j["skipped"] = meta_->skipped.size();
   j["reads"] = ReadsCheckedText(crcs_.has_value());
   AddInfo(&j);

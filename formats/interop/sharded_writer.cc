@@ -171,6 +171,15 @@ void ShardedWriter::AddSkipped(std::string_view path, std::string_view error) {
   meta_.skipped.push_back({{"path", std::string(path)}, {"error", std::string(error)}});
 }
 
+void ShardedWriter::SetSchema(const SchemaRecord& record) {
+  schema_ = record;
+  if (record.kind == SchemaKind::kRaw) {
+    meta_.extra.erase("schema");
+  } else {
+    meta_.extra["schema"] = record.ToJson();
+  }
+}
+
 void ShardedWriter::SetClasses(std::vector<std::string> names, std::string label_field) {
   classes_ = std::move(names);
   meta_.label_field = std::move(label_field);

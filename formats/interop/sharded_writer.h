@@ -36,6 +36,7 @@ class ShardedWriter : public LayoutWriter {
   void CancelSample() final;
   void AddSkipped(std::string_view path, std::string_view error) final;
   void SetClasses(std::vector<std::string> names, std::string label_field) final;
+  void SetSchema(const SchemaRecord& record) final;
   uint64_t samples() const final { return samples_; }
   uint64_t payload_bytes() const final { return payload_bytes_; }
   Status Finish(LayoutSummary* summary) final;
@@ -73,6 +74,7 @@ class ShardedWriter : public LayoutWriter {
   const std::string& shard_name() const { return shard_name_; }
   const std::string& label_field() const { return meta_.label_field; }
   const std::vector<std::string>& classes() const { return classes_; }
+  const SchemaRecord& schema() const { return schema_; }
   void SetExtra(const std::string& k, nlohmann::json v) { meta_.extra[k] = std::move(v); }
 
  private:
@@ -87,6 +89,7 @@ class ShardedWriter : public LayoutWriter {
   std::string ext_;
   LayoutMeta meta_;
   std::vector<std::string> classes_;
+  SchemaRecord schema_;
   std::unique_ptr<FileWriter> shard_;
   std::string shard_name_;
   std::string shard_tmp_;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
 #include <cstring>
 
 #include "formats/interop/sharded_reader.h"
@@ -35,6 +37,23 @@ void PutVarint(std::string* s, uint64_t v) {
 
 constexpr char kTag1Len = 0x0a;  // field 1, wire type 2
 constexpr char kTag2Len = 0x12;  // field 2, wire type 2
+constexpr char kTag3Len = 0x1a;  // field 3, wire type 2 (Feature.int64_list)
+
+std::string Delimit(char tag, std::string_view body) {
+  std::string s(1, tag);
+  PutVarint(&s, body.size());
+  s.append(body);
+  return s;
+}
+
+// The whole features-map entry {name -> Feature{int64_list{value: [v]}}}, packed as protobuf
+// writes a repeated int64.
+std::string Int64Entry(std::string_view name, int64_t v) {
+  std::string packed;
+  PutVarint(&packed, static_cast<uint64_t>(v));
+  std::string feature = Delimit(kTag3Len, Delimit(kTag1Len, packed));
+  return Delimit(kTag1Len, Delimit(kTag1Len, name) + Delimit(kTag2Len, feature));
+}
 
 uint64_t Delimited(uint64_t n) { return 1 + VarintLen(n) + n; }
 
@@ -103,11 +122,21 @@ class Writer : public ShardedWriter {
                                   EscapeBytes(key), kKeyFeature));
       }
     }
-    uint64_t features = FeaturesLen(key, fields);
-    length_ = Delimited(features);
     begin_ = shard_offset();
     fields_.assign(fields.begin(), fields.end());
     next_prefix_ = 0;
+    const auto& int64 = schema().int64_fields;
+    typed_ = std::any_of(fields.begin(), fields.end(), [&](const FieldInfo& f) {
+      return std::find(int64.begin(), int64.end(), f.name) != int64.end();
+    });
+    if (typed_) {  // an int64's encoded size depends on its value: encode at the end
+      typed_sample_.key.assign(key);
+      typed_sample_.fields.clear();
+      for (const auto& f : fields) typed_sample_.fields.push_back({f.name, {}});
+      return Status::Ok();
+    }
+    uint64_t features = FeaturesLen(key, fields);
+    length_ = Delimited(features);
     std::string frame;
     PutLE64(&frame, length_);
     PutLE32(&frame, MaskCrc(Crc32c(frame)));
@@ -129,12 +158,26 @@ class Writer : public ShardedWriter {
   }
 
   Status FieldData(size_t f, std::string_view chunk) override {
+    if (typed_) {
+      typed_sample_.fields[f].data.append(chunk);
+      return Status::Ok();
+    }
     DS_RETURN_IF_ERROR(PrefixesUpTo(f));
     return Data(chunk);
   }
 
   Status SampleEnd() override {
-    DS_RETURN_IF_ERROR(PrefixesUpTo(fields_.size()));
+    if (typed_) {
+      DS_ASSIGN_OR_RETURN(std::string data, EncodeExample(typed_sample_, schema().int64_fields));
+      length_ = data.size();
+      std::string frame;
+      PutLE64(&frame, length_);
+      PutLE32(&frame, MaskCrc(Crc32c(frame)));
+      DS_RETURN_IF_ERROR(Write(frame));
+      crc_ = 0;
+      DS_RETURN_IF_ERROR(Data(data));
+    }
+    if (!typed_) DS_RETURN_IF_ERROR(PrefixesUpTo(fields_.size()));
     std::string c;
     PutLE32(&c, MaskCrc(crc_));
     DS_RETURN_IF_ERROR(Write(c));
@@ -149,6 +192,8 @@ class Writer : public ShardedWriter {
   }
 
   std::vector<FieldInfo> fields_;
+  bool typed_ = false;   // the sample has an int64 feature: buffered, encoded at its end
+  Sample typed_sample_;  // its fields as they arrive
   size_t next_prefix_ = 0;
   uint64_t length_ = 0;
   uint64_t begin_ = 0;
@@ -301,12 +346,26 @@ Result<Sample> DecodeExample(std::string_view data, const std::string& default_k
   return s;
 }
 
-std::string EncodeExample(const Sample& sample) {
-  std::vector<FieldInfo> infos;
-  for (const auto& f : sample.fields) infos.push_back({f.name, f.data.size()});
-  std::string out = ExampleHead(sample.key, FeaturesLen(sample.key, infos));
-  for (const auto& f : sample.fields) out += EntryPrefix(f.name, f.data.size()) + f.data;
-  return out;
+Result<std::string> EncodeExample(const Sample& sample, std::span<const std::string> int64_fields) {
+  uint64_t features = Delimited(Sizes(std::strlen(kKeyFeature), sample.key.size()).entry);
+  std::string body;
+  for (const auto& f : sample.fields) {
+    if (std::find(int64_fields.begin(), int64_fields.end(), f.name) != int64_fields.end()) {
+      int64_t v = 0;
+      auto [p, ec] = std::from_chars(f.data.data(), f.data.data() + f.data.size(), v);
+      if (ec != std::errc() || p != f.data.data() + f.data.size() || f.data.empty()) {
+        return Status(Code::kBadInput,
+                      fmt::format("key '{}': int64 feature '{}' holds '{}', not an integer",
+                                  EscapeBytes(sample.key), EscapeBytes(f.name),
+                                  EscapeBytes(f.data.substr(0, 40))));
+      }
+      body += Int64Entry(f.name, v);
+    } else {
+      body += EntryPrefix(f.name, f.data.size()) + f.data;
+    }
+  }
+  features += body.size();
+  return ExampleHead(sample.key, features) + body;
 }
 
 namespace {

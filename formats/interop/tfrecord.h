@@ -11,6 +11,7 @@
 #pragma once
 
 #include <memory>
+#include <span>
 #include <string>
 
 #include "formats/layout.h"
@@ -27,7 +28,10 @@ Result<std::unique_ptr<LayoutReader>> Open(const std::string& path);
 // Decodes a serialized tf.train.Example into key (from "__key__", else default_key) and fields.
 // Exposed for tests.
 Result<Sample> DecodeExample(std::string_view data, const std::string& default_key);
-// Encodes one (as the writer does; the whole record's data). Exposed for tests.
-std::string EncodeExample(const Sample& sample);
+// Encodes one (as the writer does; the whole record's data): bytes_list features, and an
+// int64_list for each field named in int64_fields (its bytes: ASCII digits; kBadInput if not).
+// Exposed for tests.
+Result<std::string> EncodeExample(const Sample& sample,
+                                  std::span<const std::string> int64_fields = {});
 
 }  // namespace ds::tfrecord

@@ -39,7 +39,7 @@ expect_err() {
 # no_final_names DIR: nothing under a final dataset name is left in DIR (or DIR is gone).
 no_final_names() {
   [ -d "$1" ] || return 0
-  if ls "$1" | grep -E '^(manifest\.json|index\.dsi|shard-[0-9]+\.dsr)$' >/dev/null; then
+  if ls "$1" | grep -E '^(manifest\.json|index\.dsi|dspack\.json|data\.mdb|shard-[0-9]+\.(dsr|tar|tfrecord|rec|idx|lst))$' >/dev/null; then
     ls -la "$1"; fail "final names left in $1 after a failed run"
   fi
 }

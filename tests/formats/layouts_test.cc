@@ -316,7 +316,7 @@ TEST_CASE("tfrecord: foreign Examples with int64 and float lists decode to text 
   CHECK(s->fields[0].data == "7 255");
   // Our own encoding decodes back.
   Sample mine{"k", {{"jpg", "abc"}, {"cls", "3"}}};
-  auto back = tfrecord::DecodeExample(tfrecord::EncodeExample(mine), "x");
+  auto back = tfrecord::DecodeExample(tfrecord::EncodeExample(mine).value(), "x");
   REQUIRE(back.ok());
   CHECK(back->key == "k");
   CHECK(back->fields.size() == 2);

@@ -30,7 +30,9 @@ def dssync_bin():
 @pytest.fixture(scope="session")
 def data(tmp_path_factory, dspack_bin):
     """A synthetic image tree (class folders, 300 samples), its zip, and the tree converted with
-    --label-from-dir into every layout (sharded ones in ~2 MiB shards)."""
+    --label-from-dir into every layout (sharded ones in ~2 MiB shards), all with the raw schema
+    (the source's names, JPEG and cls, in every layout), and "tfrecord-imagenet": tfrecord with
+    the default imagenet schema (docs/formats/schema.md)."""
     root = tmp_path_factory.mktemp("data")
     tree = root / "tree"
     run(dspack_bin, "synth", "imagenet-like", tree, "--samples", "300", "--seed", "7", "-q")
@@ -40,8 +42,11 @@ def data(tmp_path_factory, dspack_bin):
     for layout in LAYOUTS:
         shard = [] if layout == "lmdb" else ["--shard-size", "2MiB"]
         run(dspack_bin, "convert", tree, root / layout, "--format", layout, "--label-from-dir",
-            "-q", *shard)
+            "--schema", "raw", "-q", *shard)
         out[layout] = root / layout
+    run(dspack_bin, "convert", tree, root / "tfrecord-imagenet", "--format", "tfrecord",
+        "--label-from-dir", "-q")
+    out["tfrecord-imagenet"] = root / "tfrecord-imagenet"
     return out
 
 

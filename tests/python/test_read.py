@@ -80,6 +80,21 @@ def test_sizes_and_batches(data, layout):
     assert collated["JPEG"] == [b["JPEG"] for b in batch]
 
 
+def test_a_schema_names_the_fields(data):
+    """The reader's field names are the schema's: TFRecord's imagenet names, the label an int."""
+    with dspack.open(data["tfrecord-imagenet"]) as ds, dspack.open(data["native"]) as native:
+        assert ds.label_field == "image/class/label"
+        for i in (0, 150, 299):
+            s, n = ds[i], native[i]
+            assert set(s) == {"__key__", "image/encoded", "image/class/label", "image/format",
+                              "image/filename"}
+            assert s["image/encoded"] == n["JPEG"] and s["image/class/label"] == n["cls"]
+            assert isinstance(s["image/class/label"], int)
+            assert s["image/format"] == b"jpeg"
+            assert s["image/filename"] == (n["__key__"].split("/")[-1] + ".JPEG").encode()
+            assert ds.classes[s["image/class/label"]] == s["__key__"].split("/")[0]
+
+
 def test_read_batch_keeps_reads_in_flight(data):
     ds = dspack.open(data["native"])
     ds.read_batch(range(300), inflight=16)

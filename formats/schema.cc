@@ -1,0 +1,414 @@
+#include "formats/schema.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <set>
+
+#include "formats/layout.h"
+#include "src/human.h"
+
+namespace ds {
+
+std::string_view SchemaName(SchemaKind k) {
+  switch (k) {
+    case SchemaKind::kRaw:
+      return "raw";
+    case SchemaKind::kImagenet:
+      return "imagenet";
+    case SchemaKind::kMap:
+      return "map";
+  }
+  return "raw";
+}
+
+Result<SchemaKind> ParseSchemaKind(std::string_view name) {
+  for (auto k : {SchemaKind::kRaw, SchemaKind::kImagenet, SchemaKind::kMap}) {
+    if (name == SchemaName(k)) return k;
+  }
+  return Status(
+      Code::kInvalidArgument,
+      fmt::format("`schema` '{}': must be 'raw', 'imagenet' or 'map'", EscapeBytes(name)));
+}
+
+Status Schema::Validate(Format f) const {
+  if (kind != SchemaKind::kRaw && f == Format::kNative) {
+    return Status(Code::kInvalidArgument,
+                  fmt::format("`schema` {} does not apply to native: native shards keep the "
+                              "source's field names (schemas are for wds, tfrecord, recordio, "
+                              "lmdb)",
+                              SchemaName(kind)));
+  }
+  if (kind == SchemaKind::kImagenet && f == Format::kLmdb) {
+    return Status(Code::kInvalidArgument,
+                  "`schema` imagenet for LMDB (a pickle of (image, label) per key) is not built "
+                  "yet; use `schema` raw or a `field_map`");
+  }
+  if (kind == SchemaKind::kMap && rules.empty()) {
+    return Status(Code::kInvalidArgument, "`schema` map needs a `field_map`");
+  }
+  if (kind != SchemaKind::kMap && !rules.empty()) {
+    return Status(Code::kInvalidArgument,
+                  fmt::format("`field_map` is its own schema; drop `schema` {}", SchemaName(kind)));
+  }
+  // Several names may map to one (JPEG and png both to image/encoded): a sample holding two of
+  // them is refused when it comes.
+  std::set<std::string> from;
+  for (const auto& r : rules) {
+    if (!from.insert(r.from).second) {
+      return Status(Code::kInvalidArgument,
+                    fmt::format("`field_map`: '{}' is mapped twice; map each name once",
+                                EscapeBytes(r.from)));
+    }
+  }
+  if (f == Format::kRecordio || f == Format::kLmdb) {
+    for (const auto& r : rules) {
+      if (r.type == FieldType::kInt64 && f == Format::kRecordio) {
+        return Status(Code::kInvalidArgument,
+                      "`field_map`: RecordIO has no typed fields (its label is IRHeader's float)");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+Result<std::vector<FieldRule>> ParseFieldMap(std::string_view spec) {
+  std::vector<FieldRule> out;
+  auto bad = [&](std::string_view item, std::string_view why) {
+    return Status(Code::kInvalidArgument,
+                  fmt::format("`field_map` '{}': {} (write FROM=TO[:int64], comma-separated, e.g. "
+                              "JPEG=image/encoded,cls=image/class/label:int64)",
+                              EscapeBytes(item), why));
+  };
+  size_t pos = 0;
+  while (pos <= spec.size()) {
+    size_t comma = spec.find(',', pos);
+    std::string_view item =
+        spec.substr(pos, comma == std::string_view::npos ? spec.npos : comma - pos);
+    pos = comma == std::string_view::npos ? spec.size() + 1 : comma + 1;
+    size_t eq = item.find('=');
+    if (eq == std::string_view::npos) return bad(item, "no '='");
+    FieldRule r{std::string(item.substr(0, eq)), std::string(item.substr(eq + 1))};
+    if (size_t colon = r.to.rfind(':'); colon != std::string::npos) {
+      std::string type = r.to.substr(colon + 1);
+      r.to.resize(colon);
+      if (type == "int64") {
+        r.type = FieldType::kInt64;
+      } else if (type != "bytes") {
+        return bad(item, fmt::format("type '{}' is not bytes or int64", EscapeBytes(type)));
+      }
+    }
+    if (r.from.empty() || r.to.empty()) return bad(item, "an empty name");
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+namespace {
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// Image file extensions, lower-case, with their normal form.
+constexpr std::pair<std::string_view, std::string_view> kImageExts[] = {
+    {"jpg", "jpg"},   {"jpeg", "jpg"}, {"png", "png"},  {"gif", "gif"}, {"bmp", "bmp"},
+    {"webp", "webp"}, {"tif", "tif"},  {"tiff", "tif"}, {"ppm", "ppm"}, {"pgm", "pgm"}};
+
+// image/format's value: the image type's usual name (TensorFlow's ImageNet builder: "JPEG";
+// lower-case here, as tf's decode_image and DALI do not read it).
+std::string ImageFormat(std::string_view field) {
+  std::string ext = NormalisedImageExt(field);
+  if (ext == "jpg") return "jpeg";
+  if (ext == "tif") return "tiff";
+  return ext;
+}
+
+bool IsInteger(std::string_view s) {
+  int64_t v;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  return ec == std::errc() && p == s.data() + s.size() && !s.empty();
+}
+
+std::string_view BaseName(std::string_view key) {
+  size_t slash = key.rfind('/');
+  return slash == std::string_view::npos ? key : key.substr(slash + 1);
+}
+
+class SchemaWriter : public LayoutWriter {
+ public:
+  SchemaWriter(std::unique_ptr<LayoutWriter> inner, Format format, Schema schema)
+      : inner_(std::move(inner)), format_(format), schema_(std::move(schema)) {
+    record_.kind = schema_.kind;
+    if (schema_.kind == SchemaKind::kImagenet && format_ == Format::kTfrecord) {
+      record_.derived = {kTfImageFormat, kTfImageFilename};
+      record_.int64_fields = {kTfImageLabel};
+    }
+    for (const auto& r : schema_.rules) {
+      if (r.type == FieldType::kInt64) record_.int64_fields.push_back(r.to);
+    }
+    inner_->SetSchema(record_);  // the int64 fields, before the first sample
+  }
+
+  Status CheckSample(std::string_view key, std::span<const FieldInfo> fields) const override {
+    std::vector<Mapped> mapped;
+    DS_RETURN_IF_ERROR(Map(key, fields, &mapped));
+    std::vector<FieldInfo> infos;
+    for (const auto& m : mapped) infos.push_back(m.info);
+    return inner_->CheckSample(key, infos);
+  }
+
+  Status BeginSample(std::string_view key, std::span<const FieldInfo> fields) override {
+    DS_RETURN_IF_ERROR(Map(key, fields, &mapped_));
+    std::vector<FieldInfo> infos;
+    for (const auto& m : mapped_) infos.push_back(m.info);
+    key_.assign(key);
+    pos_ = 0;
+    source_fields_ = fields.size();
+    return inner_->BeginSample(key, infos);
+  }
+
+  Status AppendData(std::string_view chunk) override {
+    // Keep a copy of the typed fields' bytes (small: labels) to check them at the end.
+    uint64_t begin = pos_, end = pos_ + chunk.size(), fb = 0;
+    for (size_t f = 0; f < source_fields_; f++) {
+      uint64_t fe = fb + mapped_[f].info.size;
+      if (mapped_[f].type == FieldType::kInt64 && fe > begin && fb < end) {
+        uint64_t lo = std::max(fb, begin), hi = std::min(fe, end);
+        mapped_[f].value.append(chunk.substr(lo - begin, hi - lo));
+      }
+      fb = fe;
+    }
+    pos_ = end;
+    return inner_->AppendData(chunk);
+  }
+
+  Status EndSample() override {
+    for (const auto& m : mapped_) {
+      if (m.type == FieldType::kInt64 && !IsInteger(m.value)) {
+        inner_->CancelSample();
+        return Status(Code::kBadInput,
+                      fmt::format("key '{}': field '{}' ('{}' in the schema) holds '{}', not an "
+                                  "integer; fix the field map or the data",
+                                  EscapeBytes(key_), EscapeBytes(m.source),
+                                  EscapeBytes(m.info.name), m.value.substr(0, 40)));
+      }
+    }
+    for (size_t f = source_fields_; f < mapped_.size(); f++) {
+      DS_RETURN_IF_ERROR(inner_->AppendData(mapped_[f].value));
+    }
+    DS_RETURN_IF_ERROR(inner_->EndSample());
+    for (size_t f = 0; f < source_fields_; f++) Note(mapped_[f].info.name, mapped_[f].source);
+    return Status::Ok();
+  }
+
+  void CancelSample() override { inner_->CancelSample(); }
+  void AddSkipped(std::string_view path, std::string_view error) override {
+    inner_->AddSkipped(path, error);
+  }
+  void SetClasses(std::vector<std::string> names, std::string label_field) override {
+    label_field_ = label_field;
+    inner_->SetClasses(std::move(names), StoredLabelName(label_field));
+  }
+  void SetSchema(const SchemaRecord&) override {}  // the wrapper is the schema
+  void ReserveSamples(uint64_t n) override { inner_->ReserveSamples(n); }
+  uint64_t samples() const override { return inner_->samples(); }
+  uint64_t payload_bytes() const override { return inner_->payload_bytes(); }
+  Status Finish(LayoutSummary* summary) override {
+    for (const auto& [stored, source] : seen_) {
+      if (source && *source != stored) record_.source_names[stored] = *source;
+    }
+    inner_->SetSchema(record_);
+    return inner_->Finish(summary);
+  }
+  void Abandon() override { inner_->Abandon(); }
+
+ private:
+  struct Mapped {
+    FieldInfo info;  // the stored name and size
+    FieldType type = FieldType::kBytes;
+    std::string source;  // the source's name ("" for a derived field)
+    std::string value;   // a derived field's bytes, or a typed field's bytes as they pass
+  };
+
+  std::string StoredLabelName(const std::string& label) const {
+    if (label.empty()) return label;
+    if (schema_.kind == SchemaKind::kMap) {
+      for (const auto& r : schema_.rules) {
+        if (r.from == label) return r.to;
+      }
+      return label;
+    }
+    if (schema_.kind == SchemaKind::kImagenet) {
+      return format_ == Format::kTfrecord ? kTfImageLabel : "cls";
+    }
+    return label;
+  }
+
+  Status Map(std::string_view key, std::span<const FieldInfo> fields,
+             std::vector<Mapped>* out) const {
+    out->clear();
+    if (schema_.kind == SchemaKind::kImagenet) {
+      DS_RETURN_IF_ERROR(FitsImagenet(key, fields));
+    }
+    for (const auto& f : fields) {
+      Mapped m{{f.name, f.size}, FieldType::kBytes, f.name, {}};
+      bool is_label = !label_field_.empty() && f.name == label_field_;
+      if (schema_.kind == SchemaKind::kMap) {
+        for (const auto& r : schema_.rules) {
+          if (r.from == f.name) {
+            m.info.name = r.to;
+            m.type = r.type;
+          }
+        }
+      } else if (is_label) {
+        m.info.name = StoredLabelName(label_field_);
+        if (format_ == Format::kTfrecord) m.type = FieldType::kInt64;
+      } else if (IsImageField(f.name)) {
+        m.info.name = format_ == Format::kTfrecord   ? std::string(kTfImageEncoded)
+                      : format_ == Format::kRecordio ? f.name
+                                                     : NormalisedImageExt(f.name);
+      } else if (format_ == Format::kWds || format_ == Format::kLmdb) {
+        m.info.name = Lower(f.name);
+      }
+      out->push_back(std::move(m));
+    }
+    if (schema_.kind == SchemaKind::kImagenet && format_ == Format::kTfrecord) {
+      for (const auto& f : fields) {
+        if (!IsImageField(f.name)) continue;
+        std::string fmt_value = ImageFormat(f.name);
+        std::string file = JoinKeyField(BaseName(key), f.name);
+        out->push_back({{kTfImageFormat, fmt_value.size()}, FieldType::kBytes, "", fmt_value});
+        out->push_back({{kTfImageFilename, file.size()}, FieldType::kBytes, "", file});
+      }
+    }
+    std::set<std::string_view> names;
+    for (const auto& m : *out) {
+      if (!names.insert(m.info.name).second) {
+        return Status(
+            Code::kBadInput,
+            fmt::format("key '{}': two fields are stored as '{}' under the {} schema; "
+                        "rename one or use `schema` raw",
+                        EscapeBytes(key), EscapeBytes(m.info.name), SchemaName(schema_.kind)));
+      }
+    }
+    return Status::Ok();
+  }
+
+  // imagenet: exactly one image field besides the label.
+  Status FitsImagenet(std::string_view key, std::span<const FieldInfo> fields) const {
+    std::vector<std::string> data;
+    bool image = false;
+    for (const auto& f : fields) {
+      if (!label_field_.empty() && f.name == label_field_) continue;
+      data.push_back(f.name);
+      image = image || IsImageField(f.name);
+    }
+    bool one_image_only = data.size() == 1 && image;
+    // TFRecord and wds carry extra fields under their own names; RecordIO and LMDB's pickle
+    // hold one image per sample.
+    bool extras_ok = (format_ == Format::kTfrecord || format_ == Format::kWds) && image &&
+                     std::count_if(fields.begin(), fields.end(),
+                                   [](const FieldInfo& f) { return IsImageField(f.name); }) == 1;
+    if (one_image_only || extras_ok) return Status::Ok();
+    std::string names;
+    for (const auto& n : data) names += (names.empty() ? "'" : ", '") + EscapeBytes(n) + "'";
+    return Status(Code::kBadInput,
+                  fmt::format("key '{}': the imagenet schema stores one image per sample in {}, "
+                              "and this sample has {}; use `schema` raw, or a `field_map`",
+                              EscapeBytes(key), FormatName(format_),
+                              names.empty() ? std::string("no data field") : "fields " + names));
+  }
+
+  // stored name -> its source name, or nullopt once two source names were stored under it.
+  void Note(const std::string& stored, const std::string& source) {
+    auto [it, fresh] = seen_.emplace(stored, source);
+    if (!fresh && it->second && *it->second != source) it->second.reset();
+  }
+
+  std::unique_ptr<LayoutWriter> inner_;
+  Format format_;
+  Schema schema_;
+  SchemaRecord record_;
+  std::string label_field_;
+  std::string key_;
+  std::vector<Mapped> mapped_;
+  size_t source_fields_ = 0;
+  uint64_t pos_ = 0;  // payload bytes of the sample passed on so far
+  std::map<std::string, std::optional<std::string>> seen_;
+};
+
+}  // namespace
+
+bool IsImageField(std::string_view name) {
+  std::string l = Lower(name);
+  return std::any_of(std::begin(kImageExts), std::end(kImageExts),
+                     [&](const auto& e) { return e.first == l; });
+}
+
+std::string NormalisedImageExt(std::string_view name) {
+  std::string l = Lower(name);
+  for (const auto& [ext, normal] : kImageExts) {
+    if (ext == l) return std::string(normal);
+  }
+  return l;
+}
+
+nlohmann::json SchemaRecord::ToJson() const {
+  nlohmann::json j = {{"name", SchemaName(kind)}};
+  if (!source_names.empty()) j["source_names"] = source_names;
+  if (!derived.empty()) j["derived"] = derived;
+  if (!int64_fields.empty()) j["int64"] = int64_fields;
+  return j;
+}
+
+Result<SchemaRecord> SchemaRecord::FromJson(const nlohmann::json& j) {
+  SchemaRecord r;
+  try {
+    DS_ASSIGN_OR_RETURN(r.kind, ParseSchemaKind(j.at("name").get<std::string>()));
+    if (j.contains("source_names")) {
+      r.source_names = j["source_names"].get<std::map<std::string, std::string>>();
+    }
+    if (j.contains("derived")) r.derived = j["derived"].get<std::vector<std::string>>();
+    if (j.contains("int64")) r.int64_fields = j["int64"].get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    return Status(Code::kCorruption, fmt::format("schema record: {}", e.what()));
+  }
+  return r;
+}
+
+std::vector<std::optional<std::string>> SourceFieldNames(const SchemaRecord& record,
+                                                         std::span<const FieldInfo> fields,
+                                                         std::string_view image_filename) {
+  std::vector<std::optional<std::string>> out;
+  for (const auto& f : fields) {
+    if (std::find(record.derived.begin(), record.derived.end(), f.name) != record.derived.end()) {
+      out.emplace_back();
+    } else if (f.name == kTfImageEncoded && !image_filename.empty() &&
+               record.kind == SchemaKind::kImagenet) {
+      out.emplace_back(SplitPath(image_filename).field);
+    } else if (auto it = record.source_names.find(f.name); it != record.source_names.end()) {
+      out.emplace_back(it->second);
+    } else {
+      out.emplace_back(f.name);
+    }
+  }
+  return out;
+}
+
+bool NeedsImageFilename(const SchemaRecord& record) {
+  return std::find(record.derived.begin(), record.derived.end(), kTfImageFilename) !=
+         record.derived.end();
+}
+
+std::unique_ptr<LayoutWriter> WithSchema(std::unique_ptr<LayoutWriter> writer, Format format,
+                                         Schema schema) {
+  if (schema.raw()) return writer;
+  return std::make_unique<SchemaWriter>(std::move(writer), format, std::move(schema));
+}
+
+}  // namespace ds
