@@ -34,15 +34,17 @@ Status LmdbOptions::Validate() const {
   return Status::Ok();
 }
 
-std::string_view LmdbLayoutName(LmdbLayout l) {
-  return l == LmdbLayout::kField ? "field" : "sample";
-}
+constexpr std::string_view kLmdbLayoutNames[] = {"field", "sample", "pickle", "caffe"};
+
+std::string_view LmdbLayoutName(LmdbLayout l) { return kLmdbLayoutNames[static_cast<int>(l)]; }
 
 Result<LmdbLayout> ParseLmdbLayout(std::string_view name) {
-  if (name == "field") return LmdbLayout::kField;
-  if (name == "sample") return LmdbLayout::kSample;
+  for (int i = 0; i < 4; i++) {
+    if (name == kLmdbLayoutNames[i]) return static_cast<LmdbLayout>(i);
+  }
   return Status(Code::kInvalidArgument,
-                fmt::format("`lmdb_layout` '{}': must be 'field' or 'sample'", EscapeBytes(name)));
+                fmt::format("`lmdb_layout` '{}': must be 'field', 'sample', 'pickle' or 'caffe'",
+                            EscapeBytes(name)));
 }
 
 Format FormatOf(const WriterOptions& o) {

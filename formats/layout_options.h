@@ -23,8 +23,9 @@ namespace ds {
 // this size (a larger sample gets a shard of its own).
 inline constexpr uint64_t kDefaultShardSize = 256ull << 20;
 inline constexpr uint64_t kMinShardSize = 4096;
-inline constexpr uint32_t kDefaultAlign = 1;      // native records are packed
-inline constexpr uint64_t kDefaultLmdbMapSize = 1ull << 30;  // address space only; doubled when full
+inline constexpr uint32_t kDefaultAlign = 1;  // native records are packed
+inline constexpr uint64_t kDefaultLmdbMapSize = 1ull
+                                                << 30;  // address space only; doubled when full
 inline constexpr uint64_t kMinLmdbMapSize = 1ull << 20;
 
 // What to do with an OUT that already holds a dataset (or an unfinished run's files).
@@ -55,12 +56,18 @@ struct WdsOptions : ShardingOptions {
 struct TfrecordOptions : ShardingOptions {};
 struct RecordioOptions : ShardingOptions {};
 
-enum class LmdbLayout { kField, kSample };  // docs/formats/lmdb.md
+// docs/formats/lmdb.md: a key per field, a value per sample, or (image, label) per sample as the
+// PyTorch ImageNet-LMDB recipes (pickle) or Caffe (Datum) store it.
+enum class LmdbLayout { kField, kSample, kPickle, kCaffe };
 std::string_view LmdbLayoutName(LmdbLayout l);
+inline bool IsImageLabelLayout(LmdbLayout l) {
+  return l == LmdbLayout::kPickle || l == LmdbLayout::kCaffe;
+}
 Result<LmdbLayout> ParseLmdbLayout(std::string_view name);
 
 struct LmdbOptions : CommonWriterOptions {
-  LmdbLayout layout = LmdbLayout::kField;
+  // Unset: field, or pickle when the samples come under the imagenet schema (formats/schema.h).
+  std::optional<LmdbLayout> layout;
   uint64_t map_size = kDefaultLmdbMapSize;  // the first map size
   Status Validate() const;
 };

@@ -41,11 +41,6 @@ Status Schema::Validate(Format f) const {
                               "lmdb)",
                               SchemaName(kind)));
   }
-  if (kind == SchemaKind::kImagenet && f == Format::kLmdb) {
-    return Status(Code::kInvalidArgument,
-                  "`schema` imagenet for LMDB (a pickle of (image, label) per key) is not built "
-                  "yet; use `schema` raw or a `field_map`");
-  }
   if (kind == SchemaKind::kMap && rules.empty()) {
     return Status(Code::kInvalidArgument, "`schema` map needs a `field_map`");
   }
@@ -244,7 +239,9 @@ class SchemaWriter : public LayoutWriter {
       return label;
     }
     if (schema_.kind == SchemaKind::kImagenet) {
-      return format_ == Format::kTfrecord ? kTfImageLabel : "cls";
+      return format_ == Format::kTfrecord ? kTfImageLabel
+             : format_ == Format::kLmdb   ? kLmdbLabel
+                                          : "cls";
     }
     return label;
   }
@@ -270,9 +267,10 @@ class SchemaWriter : public LayoutWriter {
         if (format_ == Format::kTfrecord) m.type = FieldType::kInt64;
       } else if (IsImageField(f.name)) {
         m.info.name = format_ == Format::kTfrecord   ? std::string(kTfImageEncoded)
+                      : format_ == Format::kLmdb     ? std::string(kLmdbImage)
                       : format_ == Format::kRecordio ? f.name
                                                      : NormalisedImageExt(f.name);
-      } else if (format_ == Format::kWds || format_ == Format::kLmdb) {
+      } else if (format_ == Format::kWds) {
         m.info.name = Lower(f.name);
       }
       out->push_back(std::move(m));

@@ -8,7 +8,9 @@
 //             wds       extensions lower-cased and normalised (JPEG -> jpg), label `cls` as an
 //                       ASCII integer
 //             RecordIO  one record per sample, im2rec's IRHeader label + the image bytes
-//             LMDB      one key per sample, value = pickle (protocol 2) of (image bytes, label)
+//             LMDB      one key per sample, value = a pickle of (image bytes, label), as the
+//                       PyTorch ImageNet-LMDB recipes read it (or Caffe's Datum: lmdb_layout);
+//                       readers name the two `image` and `label`
 //   map       an explicit field map, `FROM=TO[:int64]`, e.g. JPEG=image/encoded,
 //             cls=image/class/label:int64 (TFRecord stores an int64 field as an int64_list;
 //             the other layouts store its ASCII digits)
@@ -72,6 +74,9 @@ inline constexpr const char* kTfImageEncoded = "image/encoded";
 inline constexpr const char* kTfImageFormat = "image/format";
 inline constexpr const char* kTfImageFilename = "image/filename";
 inline constexpr const char* kTfImageLabel = "image/class/label";
+// LMDB's imagenet (pickle, caffe): the two values of (image, label), as readers name them.
+inline constexpr const char* kLmdbImage = "image";
+inline constexpr const char* kLmdbLabel = "label";
 
 // What a layout's metadata records of the schema a dataset was written with.
 struct SchemaRecord {

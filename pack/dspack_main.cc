@@ -99,9 +99,10 @@ int main(int argc, char** argv) try {
       ->check(CLI::IsMember({"native", "lmdb", "wds", "tfrecord", "recordio"}))
       ->capture_default_str();
   conv->add_option("--lmdb-layout", lmdb_layout,
-                   "lmdb: 'field' (a key per field, plain bytes; default) or 'sample' (a value per "
-                   "sample)")
-      ->check(CLI::IsMember({"field", "sample"}));
+                   "lmdb: 'field' (a key per field, plain bytes; default), 'sample' (a value per "
+                   "sample), 'pickle' ((image, label) pickles, as PyTorch ImageNet-LMDB recipes "
+                   "read them; the default under --schema imagenet) or 'caffe' (Caffe Datum)")
+      ->check(CLI::IsMember({"field", "sample", "pickle", "caffe"}));
   conv->add_flag("--wds-dali-index", dali_index,
                  "wds: also write a DALI wds2idx index (.idx) next to each shard");
   conv->add_option("--shard-size", shard_size,

@@ -178,6 +178,7 @@ class Packer {
       for (const auto& [path, st] : scan_skips) Skip(path, st);
     }
     Schema schema = ResolveSchema(tree);
+    DS_RETURN_IF_ERROR(CheckLmdbLayout(schema.kind));
     r_->schema = schema.kind;
     writer_ = WithSchema(std::move(writer_), o_.format, std::move(schema));
     auto carried = source_->labels();
@@ -223,7 +224,29 @@ class Packer {
     }
     Schema s{o_.schema.value_or(o_.field_map.empty() ? SchemaKind::kRaw : SchemaKind::kMap),
              o_.field_map};
-    return s.Validate(o_.format);
+    DS_RETURN_IF_ERROR(s.Validate(o_.format));
+    return CheckLmdbLayout(o_.schema ? std::optional(s.kind) : std::nullopt);
+  }
+
+  // LMDB's pickle and caffe layouts store (image, label): the imagenet schema, and only it.
+  // `schema` is the schema when known (asked for, or resolved after the scan).
+  Status CheckLmdbLayout(std::optional<SchemaKind> schema) const {
+    if (o_.format != Format::kLmdb || !o_.layout.lmdb_layout || !schema) return Status::Ok();
+    bool image_label = IsImageLabelLayout(*o_.layout.lmdb_layout);
+    if (image_label && *schema != SchemaKind::kImagenet) {
+      return Status(Code::kInvalidArgument,
+                    fmt::format("`lmdb_layout` {} stores (image, label) pairs: it needs "
+                                "`label_from_dir` over one image per sample (schema imagenet, "
+                                "here {})",
+                                LmdbLayoutName(*o_.layout.lmdb_layout), SchemaName(*schema)));
+    }
+    if (!image_label && *schema == SchemaKind::kImagenet) {
+      return Status(Code::kInvalidArgument,
+                    fmt::format("`lmdb_layout` {} stores raw fields; the imagenet schema is "
+                                "`lmdb_layout` pickle (the default) or caffe",
+                                LmdbLayoutName(*o_.layout.lmdb_layout)));
+    }
+    return Status::Ok();
   }
 
   // The schema asked for, or the default: imagenet for a labelled tree of single images written
@@ -232,7 +255,10 @@ class Packer {
     if (o_.schema || !o_.field_map.empty()) {
       return {o_.schema.value_or(SchemaKind::kMap), o_.field_map};
     }
-    if (!o_.label_from_dir || o_.format == Format::kNative || o_.format == Format::kLmdb ||
+    // An LMDB layout asked for by name that stores raw fields (field, sample) keeps them.
+    bool raw_lmdb = o_.format == Format::kLmdb && o_.layout.lmdb_layout &&
+                    !IsImageLabelLayout(*o_.layout.lmdb_layout);
+    if (!o_.label_from_dir || o_.format == Format::kNative || raw_lmdb ||
         tree.sample_count() == 0) {
       return {};
     }
@@ -275,7 +301,7 @@ class Packer {
     j["shuffle_seed"] = o_.shuffle_seed ? json(*o_.shuffle_seed) : json(nullptr);
     if (o_.format != Format::kNative) j["format"] = FormatName(o_.format);
     if (const auto* lmdb = std::get_if<LmdbOptions>(&wopt_)) {
-      j["lmdb_layout"] = LmdbLayoutName(lmdb->layout);
+      j["lmdb_layout"] = lmdb->layout ? LmdbLayoutName(*lmdb->layout) : "default";
     }
     if (const auto* wds = std::get_if<WdsOptions>(&wopt_); wds && wds->dali_index) {
       j["wds_dali_index"] = true;

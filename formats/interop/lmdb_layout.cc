@@ -9,11 +9,13 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstring>
 #include <mutex>
 
 #include "formats/interop/layout_meta.h"
 #include "formats/interop/lmdb_check.h"
+#include "formats/interop/lmdb_values.h"
 #include "formats/interop/sample_crc.h"
 #include "src/checksum.h"
 #include "src/endian.h"
@@ -48,6 +50,11 @@ Status MdbWriteError(int rc, const std::string& what, const std::string& dir) {
 }
 
 std::string SampleKey(uint64_t i) { return fmt::format("{:010d}", i); }
+
+// A pickle or caffe sample as readers see it (and as its CRC covers it): image, then label.
+Sample ImageLabelSample(std::string key, std::string_view image, int64_t label) {
+  return {std::move(key), {{kLmdbImage, std::string(image)}, {kLmdbLabel, std::to_string(label)}}};
+}
 
 MDB_val Val(std::string_view s) { return {s.size(), const_cast<char*>(s.data())}; }
 std::string_view View(const MDB_val& v) { return {static_cast<const char*>(v.mv_data), v.mv_size}; }
@@ -88,14 +95,16 @@ class Writer : public LayoutWriter {
     DS_RETURN_IF_ERROR(status_);
     sample_ = Sample{std::string(key), {}};
     sizes_.clear();
+    if (image_layout()) DS_RETURN_IF_ERROR(CheckImageLabel(key, fields));
     for (const auto& f : fields) {
-      if (field_layout_ && f.name == "__key__") {
+      if (layout_ == LmdbLayout::kField && f.name == "__key__") {
         return Status(Code::kBadInput,
                       fmt::format("key '{}': a field named __key__ collides with the key's own "
                                   "LMDB entry; rename it or use `lmdb_layout=sample`",
                                   EscapeBytes(key)));
       }
-      if (field_layout_ && 11 + f.name.size() > static_cast<size_t>(mdb_env_get_maxkeysize(env_))) {
+      if (layout_ == LmdbLayout::kField &&
+          11 + f.name.size() > static_cast<size_t>(mdb_env_get_maxkeysize(env_))) {
         return Status(
             Code::kBadInput,
             fmt::format("key '{}' field '{}': too long for an LMDB key ({} bytes at "
@@ -130,7 +139,9 @@ class Writer : public LayoutWriter {
     std::string prefix = SampleKey(samples_);
     uint64_t payload = sample_.payload_bytes();
     uint32_t crc = SampleCrc(sample_);
-    if (field_layout_) {
+    if (image_layout()) {
+      DS_RETURN_IF_ERROR(PutImageLabel(prefix, &crc));
+    } else if (layout_ == LmdbLayout::kField) {
       std::vector<std::pair<std::string, std::string>> kv;
       kv.emplace_back(prefix + ".__key__", std::move(sample_.key));
       for (auto& f : sample_.fields) kv.emplace_back(prefix + "." + f.name, std::move(f.data));
@@ -174,7 +185,10 @@ class Writer : public LayoutWriter {
     classes_ = std::move(names);
     meta_.label_field = std::move(label_field);
   }
-  void SetSchema(const SchemaRecord& record) override { schema_ = record; }
+  void SetSchema(const SchemaRecord& record) override {
+    schema_ = record;
+    if (record.kind == SchemaKind::kImagenet && !layout_given_) layout_ = LmdbLayout::kPickle;
+  }
   uint64_t samples() const override { return samples_; }
   uint64_t payload_bytes() const override { return payload_; }
 
@@ -182,11 +196,19 @@ class Writer : public LayoutWriter {
     DS_RETURN_IF_ERROR(status_);
     json m = {{"format", "dspack-lmdb"},
               {"version", 1},
-              {"layout", field_layout_ ? "field" : "sample"},
+              {"layout", LmdbLayoutName(layout_)},
               {"samples", samples_},
               {"label_field", meta_.label_field}};
     if (schema_.kind != SchemaKind::kRaw) m["schema"] = meta_.extra["schema"] = schema_.ToJson();
-    Put("__len__", std::to_string(samples_));
+    if (layout_ == LmdbLayout::kPickle) {  // the recipes' index: every key, and the count
+      std::vector<std::string> keys;
+      keys.reserve(samples_);
+      for (uint64_t i = 0; i < samples_; i++) keys.push_back(SampleKey(i));
+      Put("__keys__", PickleBytesList(keys));
+      Put("__len__", PickleInt(static_cast<int64_t>(samples_)));
+    } else {
+      Put("__len__", std::to_string(samples_));
+    }
     Put("__meta__", m.dump());
     DS_RETURN_IF_ERROR(Fail(Commit()));
     int rc = mdb_env_sync(env_, 1);
@@ -205,7 +227,7 @@ class Writer : public LayoutWriter {
     meta_.shards = {fm};
     meta_.samples = samples_;
     meta_.payload_bytes = payload_;
-    meta_.extra["lmdb_layout"] = field_layout_ ? "field" : "sample";
+    meta_.extra["lmdb_layout"] = LmdbLayoutName(layout_);
     DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(out_, classes_, crcs_, &meta_, &created_)));
     done_ = true;
     out_lock_ = OwnedFd();  // committed: readers may open it now
@@ -223,10 +245,61 @@ class Writer : public LayoutWriter {
   }
 
  private:
+  bool image_layout() const {
+    return layout_ == LmdbLayout::kPickle || layout_ == LmdbLayout::kCaffe;
+  }
+
+  // pickle and caffe store (image, label): one field besides the label, which must be set.
+  Status CheckImageLabel(std::string_view key, std::span<const FieldInfo> fields) const {
+    bool label = std::any_of(fields.begin(), fields.end(),
+                             [&](const FieldInfo& f) { return f.name == meta_.label_field; });
+    if (fields.size() != 2 || meta_.label_field.empty() || !label) {
+      return Status(Code::kBadInput,
+                    fmt::format("key '{}': LMDB's {} layout stores (image, label): one image field "
+                                "and a label (`label_from_dir`); this sample has {} fields",
+                                EscapeBytes(key), LmdbLayoutName(layout_), fields.size()));
+    }
+    if (layout_ == LmdbLayout::kCaffe &&
+        11 + key.size() > static_cast<size_t>(mdb_env_get_maxkeysize(env_))) {
+      return Status(Code::kBadInput,
+                    fmt::format("key '{}': too long for Caffe's LMDB key (index_key, {} bytes at "
+                                "most)",
+                                EscapeBytes(key), mdb_env_get_maxkeysize(env_) - 11));
+    }
+    return Status::Ok();
+  }
+
+  // The sample as (image, label): a pickle under PREFIX plus PREFIX.__key__, or Caffe's Datum
+  // under PREFIX_KEY. *crc is the CRC of the sample as the reader gives it back (image, label).
+  Status PutImageLabel(const std::string& prefix, uint32_t* crc) {
+    size_t l = sample_.fields[0].name == meta_.label_field ? 0 : 1;
+    const std::string& text = sample_.fields[l].data;
+    int64_t label = 0;
+    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), label);
+    bool fits = layout_ != LmdbLayout::kCaffe || (label >= INT32_MIN && label <= INT32_MAX);
+    if (ec != std::errc() || p != text.data() + text.size() || text.empty() || !fits) {
+      return Status(
+          Code::kBadInput,
+          fmt::format("key '{}': label '{}' is not an integer{}", EscapeBytes(sample_.key),
+                      EscapeBytes(text.substr(0, 40)),
+                      layout_ == LmdbLayout::kCaffe ? " of 32 bits (Caffe's Datum)" : ""));
+    }
+    std::string image = std::move(sample_.fields[1 - l].data);
+    *crc = SampleCrc(ImageLabelSample(sample_.key, image, label));
+    if (layout_ == LmdbLayout::kPickle) {
+      Put(prefix, PickleImageLabel(image, label));
+      Put(prefix + ".__key__", sample_.key);
+    } else {
+      Put(prefix + "_" + sample_.key, EncodeDatum(image, static_cast<int32_t>(label)));
+    }
+    return Status::Ok();
+  }
+
   Writer(std::string out, const LmdbOptions& o, bool created)
       : out_(std::move(out)),
         created_dir_(created),
-        field_layout_(o.layout == LmdbLayout::kField),
+        layout_(o.layout.value_or(LmdbLayout::kField)),
+        layout_given_(o.layout.has_value()),
         map_size_(o.map_size) {
     tmp_ = out_ + "/" + kDataName + ".tmp";
     meta_.format = Format::kLmdb;
@@ -288,7 +361,8 @@ class Writer : public LayoutWriter {
   std::string out_, tmp_;
   bool created_dir_;
   OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
-  bool field_layout_;
+  LmdbLayout layout_;
+  bool layout_given_;  // else field, or pickle once the imagenet schema is set
   MDB_env* env_ = nullptr;
   uint64_t map_size_;
   std::vector<std::pair<std::string, std::string>> batch_;
@@ -508,12 +582,17 @@ class Reader : public LayoutReader {
             st = rec.status().Prefixed(file_ + ": __meta__");
           }
         }
-        if (layout_ != "field" && layout_ != "sample") {
+        if (!ParseLmdbLayout(layout_).ok()) {
           st = Status(Code::kCorruption, file_ + ": __meta__ names an unknown layout " + layout_);
         }
         MDB_val lk = Val("__len__"), lv;
-        if (st.ok() && (mdb_get(txn, dbi, &lk, &lv) != 0 ||
-                        std::string(View(lv)) != std::to_string(samples_))) {
+        // __len__: ASCII digits, a pickled int in the pickle layout (the recipes read it).
+        auto len_ok = [&] {
+          if (layout_ != "pickle") return std::string(View(lv)) == std::to_string(samples_);
+          auto n = UnpickleInt(View(lv));
+          return n.ok() && *n == static_cast<int64_t>(samples_);
+        };
+        if (st.ok() && (mdb_get(txn, dbi, &lk, &lv) != 0 || !len_ok())) {
           st =
               Status(Code::kCorruption, file_ + ": __len__ disagrees with __meta__'s sample count");
         }
@@ -575,6 +654,36 @@ class Reader : public LayoutReader {
       return s;
     }
     std::string prefix = SampleKey(i);
+    if (layout_ == "pickle") {
+      MDB_val k = Val(prefix), v;
+      int rc = mdb_get(txn, dbi_, &k, &v);
+      if (rc == MDB_NOTFOUND) return bad("key " + prefix + " is missing");
+      if (rc != 0) return MdbError(rc, file_);
+      auto il = UnpickleImageLabel(View(v));
+      if (!il.ok()) return bad("key " + prefix + ": " + il.status().message());
+      std::string key_name = prefix + ".__key__";
+      MDB_val kk = Val(key_name), kv;
+      rc = mdb_get(txn, dbi_, &kk, &kv);
+      if (rc == MDB_NOTFOUND) return bad("key " + key_name + " is missing");
+      if (rc != 0) return MdbError(rc, file_);
+      return ImageLabelSample(std::string(View(kv)), il->image, il->label);
+    }
+    if (layout_ == "caffe") {  // PREFIX_KEY -> Datum
+      MDB_cursor* c = nullptr;
+      int rc = mdb_cursor_open(txn, dbi_, &c);
+      if (rc != 0) return MdbError(rc, file_);
+      std::string start = prefix + "_";
+      MDB_val k = Val(start), v;
+      rc = mdb_cursor_get(c, &k, &v, MDB_SET_RANGE);
+      mdb_cursor_close(c);
+      if (rc != 0 && rc != MDB_NOTFOUND) return MdbError(rc, file_);
+      if (rc == MDB_NOTFOUND || View(k).substr(0, start.size()) != start) {
+        return bad("no key " + start + "*");
+      }
+      auto il = DecodeDatum(View(v));
+      if (!il.ok()) return bad("key " + std::string(View(k)) + ": " + il.status().message());
+      return ImageLabelSample(std::string(View(k).substr(start.size())), il->image, il->label);
+    }
     if (layout_ == "sample") {
       MDB_val k = Val(prefix), v;
       int rc = mdb_get(txn, dbi_, &k, &v);

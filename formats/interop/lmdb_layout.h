@@ -2,7 +2,11 @@
 //   --lmdb-layout field (default): "%010d.<field>" -> the field's bytes, "%010d.__key__" -> key;
 //                                  plain bytes per key, what python-lmdb loaders read directly.
 //   --lmdb-layout sample:          "%010d" -> one value holding the key and all fields.
-//   meta keys "__len__" (ASCII count) and "__meta__" (JSON) sort after every sample key.
+//   --lmdb-layout pickle:          "%010d" -> pickle of (image, label), "%010d.__key__" -> key,
+//                                  "__keys__"/"__len__" pickled (the imagenet default)
+//   --lmdb-layout caffe:           "%010d_<key>" -> caffe.Datum (formats/interop/lmdb_values.h)
+//   meta keys "__len__" (ASCII count; pickle: pickled) and "__meta__" (JSON) sort after every
+//   sample key.
 // The writer builds OUT/data.mdb.tmp with MDB_APPEND in batched transactions (a commit once a
 // batch holds kBatchBytes of keys and values or kBatchSamples samples), starting from the map
 // size LayoutOptions::lmdb_map_size (address space only, the file grows as pages are written),

@@ -9,7 +9,7 @@ source "$(dirname "$0")/lib.sh"
 $PY -c 'import google.protobuf, PIL' 2>/dev/null || fail "needs python3-protobuf and python3-pil (scripts/deps.sh)"
 command -v protoc >/dev/null || fail "needs protoc (protobuf-compiler, scripts/deps.sh)"
 CHECK="$SRC_DIR/tests/e2e/schema_check.py"
-mkdir pb && protoc --python_out=pb -I "$SRC_DIR/tests/fixtures/proto" example.proto
+mkdir pb && protoc --python_out=pb -I "$SRC_DIR/tests/fixtures/proto" example.proto caffe_datum.proto
 
 # 3 classes x 5 images, real JPEG (.JPEG, as ImageNet names them) and PNG.
 $PY - <<'PY'
@@ -21,6 +21,8 @@ for c, cls in enumerate(["n01440764", "n01443537", "n01484850"]):
         img = Image.new("RGB", (16 + i, 12 + c), (40 * i, 80 * c, 120))
         ext, fmt = [("JPEG", "JPEG"), ("png", "PNG")][(i + c) % 2]
         img.save(f"src/{cls}/{cls}_{1000 + i}.{ext}", fmt)
+        os.makedirs(f"jsrc/{cls}", exist_ok=True)  # all JPEG, as ImageNet is
+        img.save(f"jsrc/{cls}/{cls}_{1000 + i}.JPEG", "JPEG")
 PY
 
 for f in tfrecord wds recordio; do
@@ -35,6 +37,23 @@ for f in tfrecord wds recordio; do
   "$DSPACK" verify "out.$f" -q || fail "$f: verify"
 done
 pass "imagenet by default with --label-from-dir: tfrecord, wds, recordio read by their loaders' rules; extract restores the source"
+
+# LMDB: the PyTorch ImageNet-LMDB recipe's pickles by default, Caffe's Datum by name. Their
+# values hold no file name: extract names the images after the one extension the source used.
+"$DSPACK" convert src out.lmdb --format lmdb --label-from-dir -q
+grep -q '"lmdb_layout": *"pickle"' out.lmdb/dspack.json || fail "lmdb: not the pickle layout"
+$PY "$CHECK" lmdb out.lmdb src 0 > check.log || { cat check.log; fail "lmdb: the recipe's reading"; }
+"$DSPACK" convert src out.caffe --format lmdb --label-from-dir --lmdb-layout caffe --label-base 1 -q
+$PY "$CHECK" caffe out.caffe src 1 pb > check.log || { cat check.log; fail "lmdb caffe: Datum"; }
+for l in lmdb caffe; do
+  "$DSPACK" verify "out.$l" -q || fail "$l: verify"
+  args=(--format lmdb --label-from-dir)
+  [ $l = caffe ] && args+=(--lmdb-layout caffe)
+  "$DSPACK" convert jsrc "j.$l" "${args[@]}" -q
+  "$DSPACK" extract "j.$l" "x.$l" -q
+  diff -r jsrc "x.$l" > /dev/null || { diff -r jsrc "x.$l" | head; fail "$l: extract differs"; }
+done
+pass "lmdb: the ImageNet-LMDB recipe reads its pickles through torch's DataLoader; Caffe's Datum parses; extract restores"
 
 # wds with two source spellings of one type (a.JPEG, b.jpg -> jpg): the dataset cannot say which
 # was which, so extract keeps the stored jpg (docs/formats/schema.md); TFRecord's image/filename can.
@@ -93,9 +112,13 @@ expect_exit 2 "$DSPACK" convert src bad5 --format tfrecord --schema imagenet --f
 expect_err "--field-map is its own schema"
 expect_exit 2 "$DSPACK" convert src bad6b --format tfrecord --field-map 'cls=a,cls=b'
 expect_err "--field-map: 'cls' is mapped twice"
-expect_exit 2 "$DSPACK" convert src bad6 --format lmdb --label-from-dir --schema imagenet
-expect_err "not built yet"
-for d in bad1 bad2 bad3 bad4 bad5 bad6 bad6b; do no_final_names "$d"; done
+expect_exit 2 "$DSPACK" convert src bad6 --format native --label-from-dir --field-map 'JPEG=x'
+expect_err "--schema map does not apply to native"
+expect_exit 2 "$DSPACK" convert src bad9 --format lmdb --lmdb-layout pickle
+expect_err "--lmdb-layout pickle stores (image, label) pairs: it needs --label-from-dir"
+expect_exit 2 "$DSPACK" convert src bad10 --format lmdb --lmdb-layout field --schema imagenet
+expect_err "--lmdb-layout field stores raw fields; the imagenet schema is --lmdb-layout pickle"
+for d in bad1 bad2 bad3 bad4 bad5 bad6 bad6b bad9 bad10; do no_final_names "$d"; done
 # Bad data (exit 1): a sample that is not one image; a non-integer mapped to int64.
 mkdir -p two/c && cp src/n01440764/n01440764_1000.JPEG two/c/a.JPEG && echo caption > two/c/a.txt
 expect_exit 1 "$DSPACK" convert two bad7 --format recordio --label-from-dir --schema imagenet

@@ -10,12 +10,19 @@ dspack did not write, and checks every sample against the source tree SRC (CLASS
                                 one sample per key, suffixes jpg/png + cls (ASCII integer)
   recordio DIR SRC BASE         MXNet's recordio.unpack: IRHeader 'IfQQ' (flag, label, id, id2),
                                 one record per sample, .idx keys = ids
+  lmdb DIR SRC BASE             the PyTorch ImageNet-LMDB recipe (ImageFolderLMDB): pickled
+                                __len__ and __keys__, pickle.loads(value) = (image, label), fed
+                                through torch's DataLoader with 2 worker processes
+  caffe DIR SRC BASE PB_DIR     Caffe's Datum (caffe_pb2 from tests/fixtures/proto/
+                                caffe_datum.proto) under each key, as convert_imageset --encoded
+                                writes it: data, label, encoded = true
 
 The label of CLASS is BASE + its index among the sorted class folders. Images are decoded with
 PIL and must equal the source file's bytes.
 """
 import io
 import os
+import pickle
 import re
 import struct
 import sys
@@ -149,12 +156,94 @@ def check_recordio(d, src, base):
     return seen
 
 
+# The recipe (pytorch ImageNet-LMDB, e.g. Efficient-PyTorch's folder2lmdb.py), with pickle as its
+# serializer: everything it needs is in the keys it reads.
+class ImageFolderLMDB:
+    def __init__(self, db_path):
+        import lmdb
+
+        self.db_path = db_path
+        env = lmdb.open(db_path, subdir=os.path.isdir(db_path), readonly=True, lock=False,
+                        readahead=False, meminit=False)
+        with env.begin(write=False) as txn:
+            self.length = pickle.loads(txn.get(b"__len__"))
+            self.keys = pickle.loads(txn.get(b"__keys__"))
+        env.close()
+        self.env = None
+
+    def __getitem__(self, index):
+        import lmdb
+
+        if self.env is None:  # opened per worker process, as the recipes do
+            self.env = lmdb.open(self.db_path, subdir=os.path.isdir(self.db_path), readonly=True,
+                                 lock=False, readahead=False, meminit=False)
+        with self.env.begin(write=False) as txn:
+            imgbuf, target = pickle.loads(txn.get(self.keys[index]))
+            key = txn.get(self.keys[index] + b".__key__").decode()  # dspack's, for the check
+        Image.open(io.BytesIO(imgbuf)).convert("RGB")
+        return key, imgbuf, target
+
+    def __len__(self):
+        return self.length
+
+
+def source_by_key(src):
+    return {os.path.splitext(k)[0]: v for k, v in source(src).items()}
+
+
+def check_lmdb(d, src, base):
+    import torch.utils.data
+
+    files = source_by_key(src)
+    ds = ImageFolderLMDB(d)
+    assert len(ds) == len(files) == len(ds.keys), (len(ds), len(files))
+    loader = torch.utils.data.DataLoader(ds, batch_size=4, num_workers=2,
+                                         collate_fn=lambda b: b)
+    seen = 0
+    for batch in loader:
+        for key, imgbuf, target in batch:
+            data, label = files[key]
+            assert imgbuf == data, f"{key}: image bytes differ"
+            assert target == label + base, f"{key}: label {target}, want {label + base}"
+            seen += 1
+    assert seen == len(files)
+    return seen
+
+
+def check_caffe(d, src, base, pb_dir):
+    import lmdb
+
+    sys.path.insert(0, pb_dir)
+    import caffe_datum_pb2  # noqa: E402
+
+    files = source_by_key(src)
+    seen = 0
+    with lmdb.open(d, readonly=True, lock=False) as env, env.begin() as txn:
+        for k, v in txn.cursor():
+            if k.startswith(b"__"):
+                continue
+            index, key = k.decode().split("_", 1)
+            assert len(index) == 10 and index.isdigit(), k
+            datum = caffe_datum_pb2.Datum.FromString(v)
+            assert datum.encoded, f"{key}: encoded is not set"
+            data, label = files[key]
+            check_image(datum.data, data, key)
+            assert datum.label == label + base, f"{key}: label {datum.label}"
+            seen += 1
+    assert seen == len(files), f"{seen} Datums for {len(files)} files"
+    return seen
+
+
 if __name__ == "__main__":
     kind, d, src, base = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
     if kind == "tfrecord":
         n = check_tfrecord(d, src, base, sys.argv[5])
     elif kind == "wds":
         n = check_wds(d, src, base)
+    elif kind == "lmdb":
+        n = check_lmdb(d, src, base)
+    elif kind == "caffe":
+        n = check_caffe(d, src, base, sys.argv[5])
     else:
         n = check_recordio(d, src, base)
     print(f"{kind}: {n} samples read as their loaders read them")

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include "formats/interop/lmdb_values.h"
 #include "formats/interop/tfrecord.h"
 #include "formats/layout.h"
 #include "test_util.h"
@@ -20,6 +21,12 @@ std::unique_ptr<LayoutWriter> Writer(const std::string& out, Format f, Schema sc
   auto w = CreateLayoutWriter(out, *o);
   REQUIRE(w.ok());
   return WithSchema(std::move(w).value(), f, std::move(schema));
+}
+
+// A byte string literal with its NULs.
+template <size_t N>
+std::string Bytes(const char (&s)[N]) {
+  return std::string(s, N - 1);
 }
 
 Sample Image(const std::string& key, const std::string& ext, const std::string& label) {
@@ -54,7 +61,7 @@ TEST_CASE("schemas name the layouts they apply to", "[formats]") {
   CHECK(raw.Validate(Format::kNative).ok());
   CHECK_THAT(imagenet.Validate(Format::kNative).message(),
              Catch::Contains("does not apply to native"));
-  CHECK_THAT(imagenet.Validate(Format::kLmdb).message(), Catch::Contains("not built yet"));
+  CHECK(imagenet.Validate(Format::kLmdb).ok());
   CHECK_THAT(empty_map.Validate(Format::kWds).message(), Catch::Contains("needs a `field_map`"));
   CHECK_FALSE(int64_map.Validate(Format::kRecordio).ok());
   CHECK(int64_map.Validate(Format::kTfrecord).ok());
@@ -157,4 +164,59 @@ TEST_CASE("an int64 feature is an int64_list that the decoder reads back", "[for
   CHECK(back->fields == s.fields);
   Sample bad{"k", {{"image/class/label", "3x"}}};
   CHECK(tfrecord::EncodeExample(bad, int64).status().code() == Code::kBadInput);
+}
+
+TEST_CASE("LMDB values: pickles as Python writes and reads them, Caffe's Datum", "[formats]") {
+  using namespace ds::lmdb;
+  // pickle.dumps((b'ab', 3), protocol=P) from CPython 3.11, for P = 3, 4, 5: memo and frame
+  // opcodes are skipped.
+  for (const std::string& py : {Bytes("\x80\x03"
+                                      "C\x02"
+                                      "abq\x00K\x03\x86q\x01."),
+                                Bytes("\x80\x04\x95\x0a\x00\x00\x00\x00\x00\x00\x00"
+                                      "C\x02"
+                                      "ab\x94K\x03\x86\x94."),
+                                Bytes("\x80\x05\x95\x0a\x00\x00\x00\x00\x00\x00\x00"
+                                      "C\x02"
+                                      "ab\x94K\x03\x86\x94.")}) {
+    auto il = UnpickleImageLabel(py);
+    REQUIRE(il.ok());
+    CHECK(il->image == "ab");
+    CHECK(il->label == 3);
+  }
+  // Ours is Python's protocol 3 without the memo: the same opcodes.
+  CHECK(PickleImageLabel("ab", 3) == Bytes("\x80\x03"
+                                           "C\x02"
+                                           "abK\x03\x86."));
+  CHECK(PickleBytesList({{"0000000000", "0000000001"}}) == Bytes("\x80\x03]("
+                                                                 "C\x0a"
+                                                                 "0000000000"
+                                                                 "C\x0a"
+                                                                 "0000000001"
+                                                                 "e."));
+  for (int64_t label : {int64_t{0}, int64_t{255}, int64_t{256}, int64_t{65535}, int64_t{65536},
+                        int64_t{-1}, int64_t{INT32_MIN}, int64_t{1} << 40, -(int64_t{1} << 40)}) {
+    for (size_t size : {size_t{0}, size_t{255}, size_t{256}, size_t{70000}}) {
+      std::string image(size, 'x');
+      std::string pickled = PickleImageLabel(image, label);  // il views into it
+      auto il = UnpickleImageLabel(pickled);
+      REQUIRE(il.ok());
+      CHECK(il->image == image);
+      CHECK(il->label == label);
+    }
+    CHECK(UnpickleInt(PickleInt(label)).value() == label);
+  }
+  std::string good = PickleImageLabel("abc", 7);
+  for (size_t cut = 0; cut < good.size(); cut++) {
+    CHECK(UnpickleImageLabel(good.substr(0, cut)).status().code() == Code::kCorruption);
+  }
+  CHECK_FALSE(UnpickleImageLabel(good + "x").ok());  // bytes after STOP
+
+  std::string datum = EncodeDatum("img", -2);
+  auto d = DecodeDatum(datum);
+  REQUIRE(d.ok());
+  CHECK(d->image == "img");
+  CHECK(d->label == -2);
+  CHECK_FALSE(DecodeDatum(datum.substr(0, datum.size() - 2)).ok());  // no encoded = true
+  CHECK_FALSE(DecodeDatum(datum.substr(0, 3)).ok());                 // data cut short
 }
