@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <vector>
@@ -43,7 +45,7 @@ Status Bad(const std::string& file, const std::string& why) {
 
 struct Meta {
   uint64_t page_size = 0, last_page = 0, txnid = 0;
-  std::string db;  // the main DB's MDB_db, 48 bytes
+  std::array<char, kSubDbBytes> db{};  // the main DB's MDB_db
 };
 
 Result<std::vector<Meta>> ReadMetas(int fd, const std::string& file, uint64_t size) {
@@ -72,7 +74,7 @@ Result<std::vector<Meta>> ReadMetas(int fd, const std::string& file, uint64_t si
     page_size = meta.page_size;
     meta.last_page = LoadLE64(m + kMetaLastPage);
     meta.txnid = LoadLE64(m + kMetaTxnid);
-    meta.db.assign(m + kMainDb, kSubDbBytes);
+    std::memcpy(meta.db.data(), m + kMainDb, kSubDbBytes);
     // Both: liblmdb may pick either, by transaction id.
     if (meta.last_page < 1 || meta.last_page >= size / page_size) {
       return Bad(file, fmt::format("truncated: meta page {} has its last page end at offset {}, "
