@@ -1,5 +1,6 @@
 #include "bench/report_html.h"
 
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdlib>
@@ -202,6 +203,48 @@ TEST_CASE("CompareHtml: a chart per view, and every number keyed to the JSON", "
   CHECK(html.find("local · cold, 4 workers — baseline: dir") != std::string::npos);
   CHECK(attrs.count("native/local/cold/sweep") == 1);
   CHECK(attrs.count("dir/local/cold/sweep") == 1);
+}
+
+namespace {
+// The texts of class "tick" (axis labels and captions) in each <svg> after `from`, up to `to`.
+std::vector<std::vector<std::string>> TickTexts(const std::string& html, const std::string& from,
+                                                const std::string& to) {
+  std::vector<std::vector<std::string>> out;
+  size_t end = html.find(to, html.find(from));
+  for (size_t p = html.find("<svg", html.find(from)); p < end; p = html.find("<svg", p + 1)) {
+    size_t close = html.find("</svg>", p);
+    out.emplace_back();
+    for (size_t t = html.find("class=\"tick\"", p); t < close;
+         t = html.find("class=\"tick\"", t + 1)) {
+      size_t gt = html.find('>', t), lt = html.find("</text>", gt);
+      out.back().push_back(html.substr(gt + 1, lt - gt - 1));
+    }
+  }
+  return out;
+}
+}  // namespace
+
+TEST_CASE("CompareHtml: cold beside warm on a log axis; the CDF panels share one", "[bench]") {
+  json c = Fixture();  // 111 to 11,402 samples/s: over kLogSpread apart
+  std::string html = ds::bench::CompareHtml(c);
+  auto throughput = TickTexts(html, "<section id=\"throughput\">", "</section>");
+  REQUIRE(throughput.size() == 1);
+  CHECK(std::count(throughput[0].begin(), throughput[0].end(), "samples/s (log scale)") == 1);
+  CHECK(std::count(throughput[0].begin(), throughput[0].end(), "100") == 1);  // decades
+  CHECK(std::count(throughput[0].begin(), throughput[0].end(), "100k") == 1);
+  auto cdfs = TickTexts(html, "<section id=\"latency\">", "</section>");
+  REQUIRE(cdfs.size() == 4);
+  for (const auto& ticks : cdfs) {
+    CHECK(ticks == cdfs[0]);  // one x range (and the same y axis) in every panel
+    CHECK(std::count(ticks.begin(), ticks.end(), "fraction of samples read") == 1);
+  }
+  // Values within kLogSpread of each other: a linear axis from 0.
+  for (json& r : c["runs"]) r["samples_per_sec"] = 1000 + r["samples_per_sec"].get<double>() / 100;
+  html = ds::bench::CompareHtml(c);
+  throughput = TickTexts(html, "<section id=\"throughput\">", "</section>");
+  REQUIRE(throughput.size() == 1);
+  CHECK(std::count(throughput[0].begin(), throughput[0].end(), "samples/s") == 1);
+  CHECK(std::count(throughput[0].begin(), throughput[0].end(), "0") == 1);
 }
 
 TEST_CASE("CompareHtml escapes text from the JSON and links nothing outside", "[bench]") {
