@@ -48,11 +48,12 @@ static Status BuildTree(const std::string& what, uint64_t samples,
                         const std::function<Result<SampleHead>(uint64_t)>& head,
                         const DirScanOptions& options, FileTree* tree,
                         std::vector<uint64_t>* record_of_sample,
-                        std::vector<uint16_t>* field_of_file) {
+                        std::vector<uint16_t>* field_of_file, bool skip_unnamed = false) {
   for (uint64_t i = 0; i < samples; i++) {
     DS_ASSIGN_OR_RETURN(SampleHead h, head(i));
     uint64_t before = tree->sample_count();
     for (size_t f = 0; f < h.fields.size(); f++) {
+      if (h.fields[f].name.empty() && skip_unnamed) continue;  // a schema's derived field
       std::string path = JoinKeyField(h.key, h.fields[f].name);
       KeyField kf = SplitPath(path);
       if (kf.key != h.key || kf.field != h.fields[f].name) {
@@ -160,10 +161,40 @@ Result<std::unique_ptr<LayoutSource>> LayoutSource::Open(std::unique_ptr<LayoutR
   src->reader_ = std::move(reader);
   const LayoutReader& r = *src->reader_;
   src->tree_ = FileTree(r.path());
-  if (!r.label_field().empty()) src->labels_ = {r.label_field(), r.classes()};
+  // A dataset written with a schema regroups under its source's names (formats/schema.h):
+  // derived fields are left out, the others renamed back, so that a schema survives a round trip.
+  const SchemaRecord& schema = r.schema();
+  bool by_filename = NeedsImageFilename(schema) && !schema.source_names.count(kTfImageEncoded);
+  auto names = [&](uint64_t i,
+                   const SampleHead& h) -> Result<std::vector<std::optional<std::string>>> {
+    std::string filename;
+    if (by_filename) {  // several image types: image/filename names each
+      DS_ASSIGN_OR_RETURN(Sample s, r.Get(i));
+      for (const auto& f : s.fields) {
+        if (f.name == kTfImageFilename) filename = f.data;
+      }
+    }
+    return SourceFieldNames(schema, h.fields, filename);
+  };
+  if (!r.label_field().empty()) {
+    SampleHead label{"", {{r.label_field(), 0}}};
+    auto restored = SourceFieldNames(schema, label.fields, "");
+    src->labels_ = {restored[0].value_or(r.label_field()), r.classes()};
+  }
   DS_RETURN_IF_ERROR(BuildTree(
-      r.path(), r.size(), [&](uint64_t i) { return r.Head(i); }, options, &src->tree_,
-      &src->record_of_sample_, &src->field_of_file_));
+      r.path(), r.size(),
+      [&](uint64_t i) -> Result<SampleHead> {
+        DS_ASSIGN_OR_RETURN(SampleHead h, r.Head(i));
+        if (schema.kind == SchemaKind::kRaw) return h;
+        DS_ASSIGN_OR_RETURN(auto restored, names(i, h));
+        for (size_t f = 0; f < h.fields.size(); f++) {
+          // A derived field gets a name that no path yields: BuildTree leaves it out.
+          h.fields[f].name = restored[f] ? *restored[f] : std::string();
+        }
+        return h;
+      },
+      options, &src->tree_, &src->record_of_sample_, &src->field_of_file_,
+      !schema.derived.empty()));
   return src;
 }
 

@@ -35,8 +35,12 @@ for f in tfrecord wds recordio; do
   "$DSPACK" extract "out.$f" "x.$f" -q
   diff -r src "x.$f" > /dev/null || { diff -r src "x.$f" | head; fail "$f: extract differs from the source"; }
   "$DSPACK" verify "out.$f" -q || fail "$f: verify"
+  # ... and converts onwards under the source's names (derived fields left out)
+  "$DSPACK" convert "out.$f" "n.$f" -q
+  "$DSPACK" extract "n.$f" "xn.$f" -q
+  diff -r src "xn.$f" > /dev/null || { diff -r src "xn.$f" | head; fail "$f -> native: names"; }
 done
-pass "imagenet by default with --label-from-dir: tfrecord, wds, recordio read by their loaders' rules; extract restores the source"
+pass "imagenet by default with --label-from-dir: tfrecord, wds, recordio read by their loaders' rules; extract and convert restore the source's names"
 
 # LMDB: the PyTorch ImageNet-LMDB recipe's pickles by default, Caffe's Datum by name. Their
 # values hold no file name: extract names the images after the one extension the source used.
