@@ -123,12 +123,6 @@ std::string ImageFormat(std::string_view field) {
   return ext;
 }
 
-bool IsInteger(std::string_view s) {
-  int64_t v;
-  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  return ec == std::errc() && p == s.data() + s.size() && !s.empty();
-}
-
 std::string_view BaseName(std::string_view key) {
   size_t slash = key.rfind('/');
   return slash == std::string_view::npos ? key : key.substr(slash + 1);
@@ -184,7 +178,7 @@ class SchemaWriter : public LayoutWriter {
 
   Status EndSample() override {
     for (const auto& m : mapped_) {
-      if (m.type == FieldType::kInt64 && !IsInteger(m.value)) {
+      if (m.type == FieldType::kInt64 && !ParseInt64(m.value)) {
         inner_->CancelSample();
         return Status(Code::kBadInput,
                       fmt::format("key '{}': field '{}' ('{}' in the schema) holds '{}', not an "
@@ -341,6 +335,13 @@ class SchemaWriter : public LayoutWriter {
 };
 
 }  // namespace
+
+std::optional<int64_t> ParseInt64(std::string_view s) {
+  int64_t v = 0;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (ec != std::errc() || p != s.data() + s.size() || s.empty()) return std::nullopt;
+  return v;
+}
 
 bool IsImageField(std::string_view name) {
   std::string l = Lower(name);

@@ -64,6 +64,10 @@ struct Schema {
 // `FROM=TO[:TYPE],...` (TYPE bytes or int64) into rules; kInvalidArgument naming `field_map`.
 Result<std::vector<FieldRule>> ParseFieldMap(std::string_view spec);
 
+// An int64 field's bytes: ASCII decimal digits with an optional '-', the whole string; nullopt
+// for anything else (empty, spaces, overflow).
+std::optional<int64_t> ParseInt64(std::string_view digits);
+
 // Whether a field name is an image file extension (jpg, jpeg, png, ..., any case).
 bool IsImageField(std::string_view name);
 // The normalised, lower-case extension of an image field (JPEG, jpeg -> jpg; PNG -> png).

@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
 #include <cstring>
 #include <mutex>
 
@@ -274,10 +273,10 @@ class Writer : public LayoutWriter {
   Status PutImageLabel(const std::string& prefix, uint32_t* crc) {
     size_t l = sample_.fields[0].name == meta_.label_field ? 0 : 1;
     const std::string& text = sample_.fields[l].data;
-    int64_t label = 0;
-    auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), label);
+    std::optional<int64_t> parsed = ParseInt64(text);
+    int64_t label = parsed.value_or(0);
     bool fits = layout_ != LmdbLayout::kCaffe || (label >= INT32_MIN && label <= INT32_MAX);
-    if (ec != std::errc() || p != text.data() + text.size() || text.empty() || !fits) {
+    if (!parsed || !fits) {
       return Status(
           Code::kBadInput,
           fmt::format("key '{}': label '{}' is not an integer{}", EscapeBytes(sample_.key),

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cstring>
 
 #include "formats/interop/sharded_reader.h"
@@ -351,15 +350,14 @@ Result<std::string> EncodeExample(const Sample& sample, std::span<const std::str
   std::string body;
   for (const auto& f : sample.fields) {
     if (std::find(int64_fields.begin(), int64_fields.end(), f.name) != int64_fields.end()) {
-      int64_t v = 0;
-      auto [p, ec] = std::from_chars(f.data.data(), f.data.data() + f.data.size(), v);
-      if (ec != std::errc() || p != f.data.data() + f.data.size() || f.data.empty()) {
+      std::optional<int64_t> v = ParseInt64(f.data);
+      if (!v) {
         return Status(Code::kBadInput,
                       fmt::format("key '{}': int64 feature '{}' holds '{}', not an integer",
                                   EscapeBytes(sample.key), EscapeBytes(f.name),
                                   EscapeBytes(f.data.substr(0, 40))));
       }
-      body += Int64Entry(f.name, v);
+      body += Int64Entry(f.name, *v);
     } else {
       body += EntryPrefix(f.name, f.data.size()) + f.data;
     }
