@@ -74,8 +74,9 @@ Status LayoutReader::Verify(LayoutVerifyReport* r, const LayoutProgress& progres
   return Status::Ok();
 }
 
-std::string LayoutReader::InfoText() const {
-  nlohmann::json j = Info();
+std::string LayoutReader::InfoText() const { return InfoLines(Info()); }
+
+std::string LayoutReader::InfoLines(const nlohmann::json& j) const {
   std::string s;
   for (auto it = j.begin(); it != j.end(); ++it) {
     std::string v = it->is_string() ? it->get<std::string>() : it->dump();

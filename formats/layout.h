@@ -42,6 +42,7 @@ namespace ds {
 
 class IoEngine;  // src/io_engine.h
 class ResumableWriter;
+class SubsetReader;  // formats/subset.cc
 
 struct LayoutSummary {
   uint64_t samples = 0;
@@ -232,12 +233,16 @@ class LayoutReader {
                                       std::string_view bytes) const;
 
  protected:
+  // `j` as aligned "key: value" lines (what InfoText shows of Info()).
+  std::string InfoLines(const nlohmann::json& j) const;
+
   std::string path_;
   std::string label_field_;
   std::vector<std::string> classes_;
   SchemaRecord schema_;
 
  private:
+  friend class SubsetReader;  // forwards Extent/DecodeExtent of the samples it shows
   Status ReadBatchEngine(IoEngine& engine, std::span<const uint64_t> indices,
                          std::atomic<uint64_t>* landed, std::vector<Sample>* out,
                          BatchReadStats* stats) const;

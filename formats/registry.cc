@@ -14,6 +14,7 @@
 #include "formats/native/native_reader.h"
 #include "formats/sources/source_readers.h"
 #include "formats/sources/zip.h"
+#include "formats/subset.h"
 #include "src/dir_lock.h"
 
 namespace ds {
@@ -91,6 +92,7 @@ constexpr LayoutEntry kTable[] = {
 std::span<const LayoutEntry> LayoutTable() { return kTable; }
 
 bool IsAnyLayoutFile(std::string_view name) {
+  if (name == kSubsetViewName) return true;  // formats/subset.h: beside any layout
   for (const auto& e : kTable) {
     if (e.owns(name)) return true;
   }
@@ -203,7 +205,11 @@ Result<std::unique_ptr<LayoutReader>> OpenLayout(const std::string& path) {
   }
   auto f = DetectLayout(path);
   if (!f) return NotADataset(path);
-  return LayoutFor(*f).open(path);
+  if (guard.valid()) {
+    DS_ASSIGN_OR_RETURN(auto view, LoadSubsetView(path));
+    if (view) return OpenSubset(path, *f, *view);
+  }
+  return LayoutFor(*f).open(path, nullptr);
 }
 
 Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const std::string& path) {
@@ -230,15 +236,36 @@ Result<std::unique_ptr<LayoutWriter>> CreateLayoutWriter(const std::string& out,
 Result<std::optional<DatasetFiles>> ListDatasetFiles(const std::string& dir) {
   auto f = DetectLayout(dir);
   if (!f) return std::optional<DatasetFiles>();
-  return LayoutFor(*f).files(dir);
+  DS_ASSIGN_OR_RETURN(auto files, LayoutFor(*f).files(dir));
+  if (!files) return files;
+  DS_ASSIGN_OR_RETURN(auto view, LoadSubsetView(dir));
+  if (view) return std::optional<DatasetFiles>(FilterToView(std::move(*files), *view));
+  return files;
 }
 
 bool IsLayoutMetadataName(std::string_view name) {
   size_t slash = name.rfind('/');
   std::string_view n = slash == std::string_view::npos ? name : name.substr(slash + 1);
   return n == native::kManifestName || n == native::kIndexName || n == kLayoutMetaName ||
-         n == native::kClassesName || EndsWith(n, ".idx") || EndsWith(n, ".lst");
+         n == native::kClassesName || n == kSubsetViewName || EndsWith(n, ".idx") ||
+         EndsWith(n, ".lst");
 }
+
+namespace {
+
+// Verify through a reader. A layout whose structure is broken (truncated, bad magic) fails to
+// open: that is the problem to report, not a reason to stop.
+Status VerifyByReader(Result<std::unique_ptr<LayoutReader>> reader, LayoutVerifyReport* report,
+                      const LayoutProgress& progress) {
+  if (!reader.ok() && reader.status().code() != Code::kCorruption) return reader.status();
+  if (!reader.ok()) {
+    report->problems.push_back(reader.status().message());
+    return Status::Ok();
+  }
+  return (*reader)->Verify(report, progress);
+}
+
+}  // namespace
 
 Status VerifyLayout(const std::string& path, LayoutVerifyReport* report,
                     const LayoutProgress& progress) {
@@ -254,19 +281,14 @@ Status VerifyLayout(const std::string& path, LayoutVerifyReport* report,
     if (struct stat st; ::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
       return NotADataset(path);
     }
+  } else if (auto view = LoadSubsetView(path); !view.ok() || *view) {
+    // A subset view: its reader checks the present files and samples (formats/subset.h).
+    return VerifyByReader(view.ok() ? OpenLayout(path) : view.status(), report, progress);
   }
   // Otherwise, without a commit point the native verify names what is missing.
   Format f = detected.value_or(Format::kNative);
   if (LayoutFor(f).verify) return LayoutFor(f).verify(path, report, progress);
-  // A layout whose structure is broken (truncated, bad magic) fails to open: that is the
-  // problem to report, not a reason to stop.
-  auto reader = OpenLayout(path);
-  if (!reader.ok() && reader.status().code() != Code::kCorruption) return reader.status();
-  if (!reader.ok()) {
-    report->problems.push_back(reader.status().message());
-    return Status::Ok();
-  }
-  return (*reader)->Verify(report, progress);
+  return VerifyByReader(OpenLayout(path), report, progress);
 }
 
 }  // namespace ds

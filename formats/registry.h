@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -29,7 +30,10 @@ struct LayoutEntry {
   std::string_view name;
   // Whether the path holds this layout. Rows are asked in table order; the first yes wins.
   bool (*detect)(const PathFacts& facts);
-  Result<std::unique_ptr<LayoutReader>> (*open)(const std::string& path);
+  // present: null for the whole dataset; else the shards a subset view holds (formats/subset.h):
+  // the others are absent and never opened, their samples hidden by the SubsetReader.
+  Result<std::unique_ptr<LayoutReader>> (*open)(const std::string& path,
+                                                const std::set<std::string>* present);
   Result<std::unique_ptr<LayoutWriter>> (*create)(const std::string& out,
                                                   const WriterOptions& options);
   // The dataset's files from its metadata alone; nullopt when the directory has none.

@@ -12,6 +12,7 @@
 
 #include "formats/sources/archive_source.h"
 #include "formats/sources/source.h"
+#include "formats/subset.h"
 #include "src/checksum.h"
 #include "src/fd.h"
 #include "src/human.h"
@@ -104,7 +105,9 @@ class Packer {
     if (::stat(o_.src.c_str(), &st) != 0) return Status::FromErrno(errno, o_.src, Code::kBadInput);
     bool is_archive = S_ISREG(st.st_mode) && LooksLikeArchive(o_.src);
     std::optional<Format> layout = is_archive ? std::nullopt : DetectLayout(o_.src);
-    bool is_native = layout == Format::kNative;
+    // A native subset view reads through its LayoutReader (formats/subset.h), not NativeSource,
+    // which reads the whole dataset's index.
+    bool is_native = layout == Format::kNative && !HasSubsetView(o_.src);
     if (!S_ISDIR(st.st_mode) && !is_archive && !layout) {
       return Status(Code::kInvalidArgument,
                     o_.src +

@@ -53,20 +53,6 @@ Result<StagedManifest> LoadStagedManifest(const std::string& dir) {
   return m;
 }
 
-Result<uint64_t> HashFile(const std::string& path) {
-  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_RDONLY));
-  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-  constexpr size_t kPiece = 4 << 20;
-  std::unique_ptr<char[]> buf(new char[kPiece]);
-  Xxh3Hasher h;
-  for (;;) {
-    DS_ASSIGN_OR_RETURN(size_t n, ReadUpTo(fd.get(), buf.get(), kPiece, path));
-    if (n == 0) break;
-    h.Update(buf.get(), n);
-  }
-  return h.Digest();
-}
-
 void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn) {
   std::atomic<size_t> next{0};
   auto work = [&] {

@@ -33,8 +33,6 @@ std::string StagedManifestJson(const StagedManifest& m, const std::string& sourc
 // kNotFound when DIR has none; kCorruption when malformed.
 Result<StagedManifest> LoadStagedManifest(const std::string& dir);
 
-// XXH3-64 of a whole file, read in 4 MiB pieces.
-Result<uint64_t> HashFile(const std::string& path);
 // Calls fn(i) for i in [0, n) on up to `threads` threads.
 void ParallelFor(size_t n, int threads, const std::function<void(size_t)>& fn);
 

@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "formats/shard_assignment.h"
+#include "formats/subset.h"
 #include "src/checksum.h"
 #include "src/dir_lock.h"
 #include "src/fd.h"
@@ -57,6 +58,21 @@ std::vector<PlanFile> Select(const SyncOptions& o, Plan* plan, SyncReport* r) {
   r->staged_shard_bytes = keep.bytes;
   for (size_t k = 0; k < keep.shards; ++k) out.push_back(std::move(plan->shards[mine[k]]));
   return out;
+}
+
+// What chose the staged shards, for the subset view's `info` line.
+std::string SubsetReason(const SyncOptions& o, const SyncReport& r) {
+  std::string s;
+  if (r.rank.world > 1) {
+    s = fmt::format("rank {} of {}, {}", r.rank.rank, r.rank.world,
+                    o.assign == ShardPolicy::kRoundRobin ? "round robin" : "balanced by bytes");
+  }
+  if (r.subset) {
+    if (!s.empty()) s += "; ";
+    s += o.max_bytes ? fmt::format("the first {} of them", FormatBytes(*o.max_bytes))
+                     : fmt::format("a {:g} fraction of them", *o.fraction);
+  }
+  return "dssync: " + s;
 }
 
 struct Known {  // hashes of files a previous run committed
@@ -227,6 +243,10 @@ Result<SyncReport> Sync(const SyncOptions& o) {
 
   StagedManifest staged;
   std::vector<PlanFile> planned = files;  // before skipping: the fan-out's common list
+  std::vector<std::string> staged_shards;
+  for (const auto& f : planned) {
+    if (!f.meta) staged_shards.push_back(f.rel);
+  }
   files = SkipUnchanged(o, r.target, std::move(files), known, &staged, &r);
   if (o.space_check) DS_RETURN_IF_ERROR(CheckSpace(r.target, files));
   for (const auto& f : files) {
@@ -285,6 +305,8 @@ Result<SyncReport> Sync(const SyncOptions& o) {
   if (o.del) DeleteGone(r.target, "", plan, &r);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   if (!r.errors.empty()) return r;
+  // A subset of a dataset's shards is a readable dataset of its own (formats/subset.h).
+  DS_RETURN_IF_ERROR(RecordStagedShards(o.src, r.target, staged_shards, SubsetReason(o, r)));
   DS_RETURN_IF_ERROR(journal.Remove());
   nlohmann::json marker{{"files", staged.size()},
                         {"source", EncodePath(o.src, false)},

@@ -758,7 +758,7 @@ Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
   return Writer::Create(out, std::get<LmdbOptions>(options));
 }
 
-Result<std::unique_ptr<LayoutReader>> Open(const std::string& path) {
+Result<std::unique_ptr<LayoutReader>> Open(const std::string& path, const std::set<std::string>*) {
   auto r = std::make_unique<Reader>();
   DS_RETURN_IF_ERROR(r->Load(path));
   return std::unique_ptr<LayoutReader>(std::move(r));

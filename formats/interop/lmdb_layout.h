@@ -18,6 +18,7 @@
 #pragma once
 
 #include <memory>
+#include <set>
 #include <string>
 
 #include "formats/layout.h"
@@ -30,6 +31,9 @@ inline constexpr uint64_t kBatchSamples = 4096;
 
 Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
                                                    const WriterOptions& options);
-Result<std::unique_ptr<LayoutReader>> Open(const std::string& path);
+// `present` is ignored: data.mdb is the one shard, so a subset view holds all of it or none
+// (formats/subset.h opens no reader for none).
+Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
+                                            const std::set<std::string>* present = nullptr);
 
 }  // namespace ds::lmdb

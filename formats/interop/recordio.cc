@@ -170,7 +170,13 @@ class Reader : public ShardedReader {
   Status Load(const std::string& path) {
     DS_RETURN_IF_ERROR(OpenShards(path, ".rec"));
     if (!meta_) label_field_ = "cls";  // im2rec data: the IRHeader label is the class
-    for (uint32_t s = 0; s < shards_.size(); s++) DS_RETURN_IF_ERROR(LoadShard(s));
+    for (uint32_t s = 0; s < shards_.size(); s++) {
+      if (SkipAbsent(s)) {
+        first_record_.resize(entries_.size(), record_names_.size());  // never decoded
+      } else {
+        DS_RETURN_IF_ERROR(LoadShard(s));
+      }
+    }
     return CheckAgainstMeta();
   }
 
@@ -366,8 +372,9 @@ Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
   return CreateShardedWriter<Writer, RecordioOptions>(out, options);
 }
 
-Result<std::unique_ptr<LayoutReader>> Open(const std::string& path) {
-  return OpenReader<Reader>(path);
+Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
+                                            const std::set<std::string>* present) {
+  return OpenReader<Reader>(path, present);
 }
 
 }  // namespace ds::recordio

@@ -62,6 +62,13 @@ Status ShardedReader::OpenShards(const std::string& path, std::string_view ext) 
   for (size_t i = 0; i < names.size(); i++) {
     Shard s;
     s.name = names[i];
+    if (present_ && meta_ && present_->count(s.name) == 0) {
+      s.absent = true;
+      s.size = meta_->shards[i].size;
+      s.xxh3 = meta_->shards[i].xxh3;
+      shards_.push_back(std::move(s));
+      continue;
+    }
     DS_ASSIGN_OR_RETURN(s.fd, OpenFile(dir_ + "/" + s.name, O_RDONLY));
     DS_ASSIGN_OR_RETURN(s.size, FileSize(s.fd.get(), dir_ + "/" + s.name));
     if (meta_) {
@@ -77,6 +84,12 @@ Status ShardedReader::OpenShards(const std::string& path, std::string_view ext) 
     shards_.push_back(std::move(s));
   }
   return Status::Ok();
+}
+
+bool ShardedReader::SkipAbsent(uint32_t s) {
+  if (!shards_[s].absent) return false;
+  entries_.insert(entries_.end(), meta_->shards[s].samples, Entry{s, 0, 0});
+  return true;
 }
 
 Status ShardedReader::CheckAgainstMeta() const {

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -29,9 +30,15 @@ class ShardedReader : public LayoutReader {
   nlohmann::json Info() const override;
   std::vector<std::string> DataFiles() const override {
     std::vector<std::string> v;
-    for (uint32_t s = 0; s < shards_.size(); s++) v.push_back(ShardPath(s));
+    for (uint32_t s = 0; s < shards_.size(); s++) {
+      if (!shards_[s].absent) v.push_back(ShardPath(s));
+    }
     return v;
   }
+  // Before Load: open only these shards of the dataset's listed ones (a subset view,
+  // formats/subset.h); the others are absent: their samples keep their numbers but are never
+  // read (a SubsetReader hides them). REQUIRES: the path is a directory with dspack.json.
+  void SetPresentShards(std::set<std::string> names) { present_ = std::move(names); }
   Status Verify(LayoutVerifyReport* report, const LayoutProgress& progress) const override;
   // Bytes of each sample's record or member (headers included), from the open-time table.
   Result<std::vector<uint64_t>> SampleSizes() const override;
@@ -48,6 +55,7 @@ class ShardedReader : public LayoutReader {
     OwnedFd fd;
     uint64_t size = 0;
     std::optional<uint64_t> xxh3;  // from dspack.json
+    bool absent = false;           // not in the subset view: no fd, never read
   };
   struct Entry {
     uint32_t shard = 0;
@@ -57,6 +65,9 @@ class ShardedReader : public LayoutReader {
 
   // Finds and opens the shards of `path` (a dataset directory or one shard file).
   Status OpenShards(const std::string& path, std::string_view ext);
+  // For an absent shard: its samples' entries (empty ranges, numbers kept, count from
+  // dspack.json) and true; the format's scan skips the shard. False for a present shard.
+  bool SkipAbsent(uint32_t s);
   // Decodes the bytes [begin, begin + bytes.size()) of shard s as sample i.
   virtual Result<Sample> Decode(uint32_t s, uint64_t begin, std::string_view bytes,
                                 uint64_t i) const = 0;
@@ -72,16 +83,19 @@ class ShardedReader : public LayoutReader {
   std::vector<Entry> entries_;
   std::optional<LayoutMeta> meta_;
   std::optional<SampleCrcTable> crcs_;  // dspack.crc when dspack.json lists it
+  std::optional<std::set<std::string>> present_;
 
  private:
   // Decode, then the sample's CRC against dspack.crc.
   Result<Sample> DecodeChecked(uint64_t i, std::string_view bytes) const;
 };
 
-// Creates an R and runs its Load(path).
+// Creates an R and runs its Load(path), with only `present`'s shards opened when given.
 template <class R>
-Result<std::unique_ptr<LayoutReader>> OpenReader(const std::string& path) {
+Result<std::unique_ptr<LayoutReader>> OpenReader(const std::string& path,
+                                                 const std::set<std::string>* present) {
   auto r = std::make_unique<R>();
+  if (present) r->SetPresentShards(*present);
   DS_RETURN_IF_ERROR(r->Load(path));
   return std::unique_ptr<LayoutReader>(std::move(r));
 }

@@ -375,7 +375,7 @@ class Reader : public ShardedReader {
   Status Load(const std::string& path) {
     DS_RETURN_IF_ERROR(OpenShards(path, ".tfrecord"));
     for (uint32_t s = 0; s < shards_.size(); s++) {
-      if (!LoadIdx(s)) DS_RETURN_IF_ERROR(Scan(s));
+      if (!SkipAbsent(s) && !LoadIdx(s)) DS_RETURN_IF_ERROR(Scan(s));
     }
     return CheckAgainstMeta();
   }
@@ -475,8 +475,9 @@ Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
   return CreateShardedWriter<Writer, TfrecordOptions>(out, options);
 }
 
-Result<std::unique_ptr<LayoutReader>> Open(const std::string& path) {
-  return OpenReader<Reader>(path);
+Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
+                                            const std::set<std::string>* present) {
+  return OpenReader<Reader>(path, present);
 }
 
 }  // namespace ds::tfrecord

@@ -138,6 +138,7 @@ class Reader : public ShardedReader {
   Status Load(const std::string& path) {
     DS_RETURN_IF_ERROR(OpenShards(path, ".tar"));
     for (uint32_t s = 0; s < shards_.size(); s++) {
+      if (SkipAbsent(s)) continue;
       bool indexed = false;
       DS_RETURN_IF_ERROR(LoadIndex(s, &indexed));
       if (!indexed) DS_RETURN_IF_ERROR(Scan(s, &entries_));
@@ -312,8 +313,9 @@ Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
   return CreateShardedWriter<Writer, WdsOptions>(out, options);
 }
 
-Result<std::unique_ptr<LayoutReader>> Open(const std::string& path) {
-  return OpenReader<Reader>(path);
+Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
+                                            const std::set<std::string>* present) {
+  return OpenReader<Reader>(path, present);
 }
 
 }  // namespace ds::wds

@@ -134,7 +134,8 @@ DatasetFile FromMeta(const FileMeta& f) {
 
 }  // namespace
 
-Result<std::unique_ptr<LayoutReader>> OpenReader(const std::string& dir) {
+Result<std::unique_ptr<LayoutReader>> OpenReader(const std::string& dir,
+                                                 const std::set<std::string>*) {
   auto r = std::make_unique<NativeReader>();
   DS_RETURN_IF_ERROR(r->Load(dir));
   return std::unique_ptr<LayoutReader>(std::move(r));

@@ -7,13 +7,16 @@
 
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "formats/layout.h"
 
 namespace ds::native {
 
-Result<std::unique_ptr<LayoutReader>> OpenReader(const std::string& dir);
+// `present` (a subset view's shards) needs nothing here: shards are opened lazily.
+Result<std::unique_ptr<LayoutReader>> OpenReader(const std::string& dir,
+                                                 const std::set<std::string>* present = nullptr);
 Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
                                                    const WriterOptions& options);
 // nullopt when dir holds no manifest.
