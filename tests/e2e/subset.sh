@@ -97,7 +97,10 @@ json.dump({"dspack_subset": 1, "shards": ["shard-999999.tar"], "of_shards": 1, "
 EOF
 expect_exit 1 "$DSPACK" ls bad
 expect_err "names shard 'shard-999999.tar', which dspack.json does not list"
-pass "a flipped, truncated or missing staged shard and a malformed view: exit 1 naming the file"
+rm -rf bad && cp -a wds-r1 bad && rm -f bad/.dssync-*
+expect_exit 0 "$DSPACK" convert tree bad --format wds --force -q
+[ -f bad/dspack-subset.json ] && fail "convert --force left the subset view of the dataset it replaced"
+pass "a flipped, truncated or missing staged shard and a malformed view: exit 1 naming the file; --force replaces a view"
 
 # --- --max-bytes, a subset of a subset, a full restage removes the view, LMDB's all-or-nothing
 one=$(stat -c %s "native/$(cd native && ls shard-*.dsr | head -1)")
