@@ -75,11 +75,12 @@ Result<double> Seconds(const std::string& key, const std::string& v, double bare
   return bare ? *d * bare_unit : *d;
 }
 
-#define DS_SET(expr)                             \
+// A setter from statements (variadic: a braced initialiser's commas are not argument breaks).
+#define DS_SET(...)                              \
   [](Build& b, const std::string& v) -> Status { \
     (void)b;                                     \
     (void)v;                                     \
-    expr;                                        \
+    __VA_ARGS__;                                 \
     return Status::Ok();                         \
   }
 #define DS_SET_U(field, key, lo, hi) DS_SET(DS_ASSIGN_OR_RETURN(b.o.field, Uint(key, v, lo, hi)))
@@ -173,7 +174,11 @@ const Option kOptions[] = {
      DS_SET(b.directory = v)},
     {"rw", "readwrite", false, "read|write|randread|randwrite|rw|randrw", SetRw},
     {"bs", "blocksize", false, "Block size (4k, 1M)",
-     DS_SET(DS_ASSIGN_OR_RETURN(b.o.bs, Size("bs", v)))},
+     DS_SET(DS_ASSIGN_OR_RETURN(b.o.bs, Size("bs", v)); b.o.sizes = {b.o.bs, b.o.bs, {}})},
+    {"bsrange", "blocksize_range", false, "Block sizes in MIN-MAX, multiples of MIN (4k-64k)",
+     DS_SET(DS_ASSIGN_OR_RETURN(b.o.sizes, ParseBsRange(v)); b.o.bs = b.o.sizes.min)},
+    {"bssplit", nullptr, false, "Block sizes by weight (4k/50:64k/30:1m/20)",
+     DS_SET(DS_ASSIGN_OR_RETURN(b.o.sizes, ParseBsSplit(v)); b.o.bs = b.o.sizes.min)},
     {"iodepth", nullptr, false, "Requests in flight per job",
      DS_SET_U(iodepth, "iodepth", 1, kMaxIodepth)},
     {"numjobs", nullptr, false, "Clones of this job, each with its own file unless filename",
@@ -229,9 +234,9 @@ const Option kOptions[] = {
      "Random offsets drawn with replacement (dsbench always does: it keeps no random map)",
      DS_SET(DS_ASSIGN_OR_RETURN(bool x, Bool("norandommap", v));
             if (!x) return Bad("norandommap", v, "dsbench keeps no random map; give 1"))},
-    {"random_distribution", nullptr, false, "random (uniform) only",
-     DS_SET(if (v != "random") return Bad("random_distribution", v,
-                                          "only 'random' (uniform) is supported"))},
+    {"random_distribution", nullptr, false,
+     "Random offsets: random (uniform), zipf:THETA, pareto:H, normal:DEV%",
+     DS_SET(DS_ASSIGN_OR_RETURN(b.o.distribution, ParseDistribution(v)))},
     {"cpus_allowed", nullptr, false, "CPUs the job's threads may run on (0-3,6)", SetCpus},
     {"percentile_list", nullptr, false, "clat percentiles to report (50:99:99.9)", SetPercentiles},
     {"group_reporting", nullptr, true, "One result for each reporting group",

@@ -144,10 +144,11 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
   }
   if (o.invalidate) ::posix_fadvise(fd->get(), 0, 0, POSIX_FADV_DONTNEED);
   unsigned depth = o.iodepth;
+  const BlockSizes sizes = o.IoSizes();
   std::vector<AlignedBuffer> bufs;
   for (unsigned i = 0; i < depth; i++) {
-    bufs.emplace_back(o.bs);
-    Rng(o.seed, job * 1000 + i).Fill(bufs.back().data(), o.bs);
+    bufs.emplace_back(sizes.max);
+    Rng(o.seed, job * 1000 + i).Fill(bufs.back().data(), sizes.max);
   }
   if (o.registerfiles || o.sqthread_poll) {  // as fio: SQPOLL implies registered files
     int f = fd->get();
@@ -163,10 +164,11 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
   std::vector<IoRequest*> done(depth);
   const uint64_t seed = o.randrepeat ? o.seed : o.seed ^ static_cast<uint64_t>(NowNs());
   Rng rng(seed, job + 1);
-  const uint64_t blocks = o.size / o.bs;
-  // fio's io_size, else size x loops (each loop a pass over the region).
-  const uint64_t limit = o.io_size ? o.io_size : o.size / o.bs * o.bs * o.loops;
-  uint64_t seq = 0, issued_bytes = 0, issued_ios = 0, writes_issued = 0;
+  IoPattern pattern(sizes, o.distribution, o.size, Random(o.rw));
+  // fio's io_size, else size x loops (each loop a pass over the region, whole blocks of bs).
+  const uint64_t pass = sizes.fixed() ? o.size / o.bs * o.bs : o.size;
+  const uint64_t limit = o.io_size ? o.io_size : pass * o.loops;
+  uint64_t issued_bytes = 0, issued_ios = 0, writes_issued = 0;
   bool last_write = false;
   int64_t start = NowNs();
   int64_t ramp_end = start + static_cast<int64_t>(o.ramp_time * 1e9);
@@ -256,12 +258,12 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
       bool write =
           o.rw == RwMode::kWrite || o.rw == RwMode::kRandWrite ||
           ((o.rw == RwMode::kRandRw || o.rw == RwMode::kRw) && rng.Below(100) >= o.rwmixread);
-      uint64_t block = Random(o.rw) ? rng.Below(blocks) : seq++ % blocks;
+      const IoPattern::Io io = pattern.Next(rng);
       r = IoRequest{write ? IoRequest::Op::kWrite : IoRequest::Op::kRead,
                     fd->get(),
                     bufs[slot].data(),
-                    o.bs,
-                    o.offset + block * o.bs,
+                    io.len,
+                    o.offset + io.offset,
                     0,
                     reinterpret_cast<void*>(static_cast<uintptr_t>(slot)),
                     o.fixedbufs ? static_cast<int>(slot) : -1};
@@ -270,7 +272,7 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
       out->depth.level[LevelBucket(engine->inflight())]++;
       if (sync_engine) out->depth.submit[CountBucket(1)]++;
       if (!sync_engine) unsubmitted.push_back(slot);
-      issued_bytes += o.bs;
+      issued_bytes += io.len;
       issued_ios++;
       last_write = write;
       writes_issued += write ? 1 : 0;
@@ -304,7 +306,7 @@ Status RunOne(const IoJobOptions& o, const std::string& file, unsigned job,
       if (r->result < 0) {
         return ErrnoStatus(r->result, fmt::format("{}: {} of {} at offset {}", file,
                                                   r->op == IoRequest::Op::kRead ? "read" : "write",
-                                                  o.bs, r->offset));
+                                                  r->len, r->offset));
       }
       const bool read = r->op == IoRequest::Op::kRead;
       DirStats& d = read ? out->read : out->write;
@@ -363,9 +365,19 @@ Status CheckJob(const IoJobOptions& o) {
                               "1..{}, 1..{} and 0..100",
                               o.numjobs, o.iodepth, o.rwmixread, kMaxJobs, kMaxIodepth));
   }
-  if (o.direct && o.bs % 512 != 0) {
-    return Status(Code::kInvalidArgument,
-                  fmt::format("--bs {} is not a multiple of 512, which --direct=1 needs", o.bs));
+  const BlockSizes sizes = o.IoSizes();
+  for (uint64_t bs : {sizes.min, sizes.max}) {
+    if (o.direct && bs % 512 != 0) {
+      return Status(Code::kInvalidArgument,
+                    fmt::format("--bs {} is not a multiple of 512, which --direct=1 needs", bs));
+    }
+  }
+  for (const auto& [bs, pct] : sizes.split) {
+    if (o.direct && bs % 512 != 0) {
+      return Status(Code::kInvalidArgument,
+                    fmt::format("--bssplit's {} is not a multiple of 512, which --direct=1 needs",
+                                bs));
+    }
   }
   if (o.time_based && o.runtime <= 0) {
     return Status(Code::kInvalidArgument,
@@ -456,9 +468,9 @@ Result<IoRun> RunTogether(std::span<const IoJobOptions> in, const IoHooks& hooks
         break;
       }
       if (c == 0) o.size = oc.size;  // from an existing file when size was 0
-      if (oc.bs > oc.size) {
-        ready = Status(Code::kInvalidArgument,
-                       fmt::format("--bs {} is larger than --size {}", oc.bs, oc.size));
+      if (oc.IoSizes().max > oc.size) {
+        ready = Status(Code::kInvalidArgument, fmt::format("--bs {} is larger than --size {}",
+                                                           oc.IoSizes().max, oc.size));
       }
       shared = f->path;
       plan.push_back({s, c, f->path});

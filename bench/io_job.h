@@ -36,6 +36,7 @@
 #include <vector>
 
 #include "bench/io_logs.h"
+#include "bench/io_pattern.h"
 #include "src/diskstats.h"
 #include "src/histogram.h"
 #include "src/status.h"
@@ -52,7 +53,11 @@ struct IoJobOptions {
   std::string name = "dsbench";
   std::string path;
   RwMode rw = RwMode::kRead;
-  uint64_t bs = 4096;
+  uint64_t bs = 4096;  // every IO's size; with bsrange/bssplit (`sizes`) the smallest
+  // fio's bsrange/bssplit (bench/io_pattern.h); fixed(): every IO is `bs`.
+  BlockSizes sizes;
+  OffsetDistribution distribution;  // random offsets: fio's random_distribution
+  BlockSizes IoSizes() const { return sizes.fixed() ? BlockSizes{bs, bs, {}} : sizes; }
   unsigned iodepth = 1;
   unsigned numjobs = 1;
   bool direct = false;

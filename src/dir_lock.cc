@@ -69,8 +69,10 @@ Result<OwnedFd> LockDirectory(const std::string& dir, std::string* warning) {
   int rc = ::flock(fd.get(), LOCK_EX | LOCK_NB);
   int err = rc != 0 ? errno : 0;
   for (int i = 0; err == EWOULDBLOCK && i < kWriterLockRetries; i++) {
+    // A writer's lock: refuse now. No holder listed: the reader let go between our flock and
+    // the read of /proc/locks; try again (this once gave up, naming "another process").
     bool exclusive = true;
-    if (Holder(fd.get(), &exclusive) == 0 || exclusive) break;
+    if (Holder(fd.get(), &exclusive) != 0 && exclusive) break;
     ::usleep(10'000);
     rc = ::flock(fd.get(), LOCK_EX | LOCK_NB);
     err = rc != 0 ? errno : 0;

@@ -130,6 +130,23 @@ TEST_CASE("fio options: units, aliases and fio's meanings", "[bench]") {
   REQUIRE(posix->notes.size() == 1);  // said, not silent
 }
 
+TEST_CASE("fio options: bsrange, bssplit and random_distribution; a later bs wins", "[bench]") {
+  auto r = Parse({"/tmp", "--bsrange=4k-64k", "--random_distribution=zipf:1.2"});
+  REQUIRE(r.ok());
+  const IoJobOptions& o = r->jobs.at(0);
+  CHECK(o.bs == 4096);
+  CHECK(o.IoSizes().max == 65536);
+  CHECK(o.distribution.kind == Distribution::kZipf);
+  CHECK(o.distribution.param == 1.2);
+  auto later = Parse({"/tmp", "--bssplit=4k/50:1m/50", "--bs=8k"});
+  REQUIRE(later.ok());
+  CHECK(later->jobs.at(0).IoSizes().fixed());
+  CHECK(later->jobs.at(0).IoSizes().max == 8192);
+  auto split = Parse({"/tmp", "--bs=8k", "--bssplit=4k/50:1m/50"});
+  REQUIRE(split.ok());
+  CHECK(split->jobs.at(0).IoSizes().split.size() == 2);
+}
+
 TEST_CASE("fio options: what dsbench does not support is refused by name", "[bench]") {
   auto cli = Parse({"/tmp", "--verify_pattern=0xff"});
   REQUIRE_FALSE(cli.ok());
@@ -149,7 +166,8 @@ TEST_CASE("fio options: what dsbench does not support is refused by name", "[ben
   for (std::vector<std::string> bad : {std::vector<std::string>{"/tmp", "--rw=randtrim"},
                                        {"/tmp", "--bs=4k,8k"},
                                        {"/tmp", "--size=50%"},
-                                       {"/tmp", "--random_distribution=zipf:1.2"},
+                                       {"/tmp", "--random_distribution=zoned:50/5:50/95"},
+                                       {"/tmp", "--bsrange=4k-8k,16k-32k"},
                                        {"/tmp", "--time_based"},
                                        {"/tmp", "--iodepth=0"},
                                        {"/tmp", "--runtime=5parsecs"},
