@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <optional>
 #include <fstream>
 #include <sstream>
 
@@ -34,6 +35,7 @@ struct Build {
   std::string filename, directory;
   bool time_based_given = false;
   std::vector<std::string>* notes = nullptr;
+  std::optional<uint64_t> filesize;  // fio's filesize: per file (size is the job's total)
 };
 
 using Apply = Status (*)(Build&, const std::string&);
@@ -115,6 +117,43 @@ Status SetEngine(Build& b, const std::string& v) {
   return Status::Ok();
 }
 
+Status SetFileService(Build& b, const std::string& v) {
+  auto colon = v.find(':');
+  std::string kind = v.substr(0, colon);
+  if (kind == "roundrobin") {
+    b.o.file_service = FileService::kRoundRobin;
+  } else if (kind == "random") {
+    b.o.file_service = FileService::kRandom;
+  } else if (kind == "sequential") {
+    b.o.file_service = FileService::kSequential;
+  } else {
+    return Bad("file_service_type", v,
+               "choose roundrobin, random or sequential (fio's zipf/pareto/gauss file choice is "
+               "not supported)");
+  }
+  b.o.file_service_n = 1;
+  if (colon != std::string::npos) {
+    DS_ASSIGN_OR_RETURN(uint64_t n, Uint("file_service_type", v.substr(colon + 1), 1, UINT32_MAX));
+    b.o.file_service_n = static_cast<unsigned>(n);
+  }
+  return Status::Ok();
+}
+
+Status SetFallocate(Build& b, const std::string& v) {
+  static const std::pair<const char*, FallocateMode> kModes[] = {
+      {"none", FallocateMode::kNone},     {"0", FallocateMode::kNone},
+      {"posix", FallocateMode::kPosix},   {"1", FallocateMode::kPosix},
+      {"keep", FallocateMode::kKeep},     {"native", FallocateMode::kNative},
+      {"truncate", FallocateMode::kTruncate}};
+  for (const auto& [name, mode] : kModes) {
+    if (v == name) {
+      b.o.fallocate = mode;
+      return Status::Ok();
+    }
+  }
+  return Bad("fallocate", v, "choose none, posix, keep, native or truncate");
+}
+
 Status SetCpus(Build& b, const std::string& v) {
   b.o.cpus.clear();
   std::stringstream ss(v);
@@ -186,8 +225,15 @@ const Option kOptions[] = {
     {"direct", nullptr, true, "1 = O_DIRECT", DS_SET_B(direct, "direct")},
     {"buffered", nullptr, true, "1 = through the page cache (direct=0)",
      DS_SET(DS_ASSIGN_OR_RETURN(bool x, Bool("buffered", v)); b.o.direct = !x)},
-    {"size", "filesize", false, "Bytes of the file each job works on (1G)",
+    {"size", nullptr, false, "Bytes each job works on, over its nrfiles files (1G)",
      DS_SET(DS_ASSIGN_OR_RETURN(b.o.size, Size("size", v)))},
+    {"filesize", nullptr, false, "Bytes of each file (default: size / nrfiles)",
+     DS_SET(DS_ASSIGN_OR_RETURN(uint64_t s, Size("filesize", v)); b.filesize = s)},
+    {"nrfiles", nullptr, false, "Files per job, NAME.N.F in the directory",
+     DS_SET_U(nrfiles, "nrfiles", 1, kMaxFilesPerJob)},
+    {"file_service_type", nullptr, false,
+     "Which file each IO goes to: roundrobin|random|sequential, :N = after N IOs",
+     SetFileService},
     {"io_size", "io_limit", false, "Bytes each job transfers (default size x loops)",
      DS_SET(DS_ASSIGN_OR_RETURN(b.o.io_size, Size("io_size", v)))},
     {"offset", nullptr, false, "Where in the file the job's region starts",
@@ -239,6 +285,16 @@ const Option kOptions[] = {
      DS_SET(DS_ASSIGN_OR_RETURN(b.o.distribution, ParseDistribution(v)))},
     {"cpus_allowed", nullptr, false, "CPUs the job's threads may run on (0-3,6)", SetCpus},
     {"percentile_list", nullptr, false, "clat percentiles to report (50:99:99.9)", SetPercentiles},
+    {"lat_percentiles", nullptr, true, "Report lat's percentiles too (lat is clat: no slat apart)",
+     DS_SET_B(lat_percentiles, "lat_percentiles")},
+    {"gtod_reduce", nullptr, true, "No per-IO clock: no latencies or bw/iops samples, totals only",
+     DS_SET_B(gtod_reduce, "gtod_reduce")},
+    {"hipri", nullptr, true, "io_uring: polled completions (needs direct=1 and poll queues)",
+     DS_SET_B(hipri, "hipri")},
+    {"verify", nullptr, false, "Writes: checksum each block, read back and check it after the job (crc32c|md5)",
+     DS_SET(DS_ASSIGN_OR_RETURN(b.o.verify, ParseVerify(v)))},
+    {"fallocate", nullptr, false, "Preallocation of a laid-out file: none|posix|keep|native|truncate",
+     SetFallocate},
     {"group_reporting", nullptr, true, "One result for each reporting group",
      DS_SET_B(group_reporting, "group_reporting")},
     {"stonewall", "wait_for_previous", true, "Wait for the jobs before this one to finish",
@@ -257,7 +313,33 @@ const Option kOptions[] = {
 };
 
 // fio's command-line options (not job options).
-const char* const kCliOnly[] = {"output", "output-format", "section"};
+const char* const kCliOnly[] = {"output", "output-format", "section", "eta", "status-interval"};
+
+Status SetCliOnly(const std::string& key, const std::string& value, FioOutput* out) {
+  if (key == "output") {
+    out->file = value;
+  } else if (key == "eta") {
+    if (value == "auto") {
+      out->eta = FioOutput::Eta::kAuto;
+    } else if (value == "always") {
+      out->eta = FioOutput::Eta::kAlways;
+    } else if (value == "never") {
+      out->eta = FioOutput::Eta::kNever;
+    } else {
+      return Bad("--eta", value, "choose auto, always or never");
+    }
+  } else if (key == "status-interval") {
+    DS_ASSIGN_OR_RETURN(out->status_interval, Seconds("--status-interval", value));
+    if (out->status_interval <= 0) return Bad("--status-interval", value, "give a time > 0 (5s)");
+  } else {
+    std::stringstream ss(value);
+    std::string part;
+    auto& list = key == "section" ? out->sections : out->formats;
+    if (key == "output-format") list.clear();  // a later one wins; --section adds up
+    while (std::getline(ss, part, ',')) list.push_back(part);
+  }
+  return Status::Ok();
+}
 
 const Option* Find(std::string_view key) {
   for (const auto& o : kOptions) {
@@ -335,7 +417,7 @@ Status ParseText(std::string_view text, const std::string& file, std::vector<Raw
 
 Result<IoJobOptions> BuildJob(const RawJob& raw, const IoJobOptions& defaults,
                               const std::string& target, std::vector<std::string>* notes) {
-  Build b{defaults, "", "", false, notes};
+  Build b{defaults, "", "", false, notes, std::nullopt};
   for (size_t i = 0; i < raw.entries.size(); i++) {
     const Entry& e = raw.entries[i];
     const Option* opt = Find(e.key);
@@ -355,6 +437,13 @@ Result<IoJobOptions> BuildJob(const RawJob& raw, const IoJobOptions& defaults,
     }
   }
   IoJobOptions& o = b.o;
+  // fio's sizes: `size` is the job's total over its files, `filesize` each file's; IoJobOptions'
+  // size is per file.
+  if (b.filesize) {
+    o.size = *b.filesize;
+  } else if (o.nrfiles > 1) {
+    o.size /= o.nrfiles;
+  }
   for (std::string* log : {&o.logs.bw, &o.logs.lat, &o.logs.iops}) {
     if (*log == kJobName) *log = o.name;  // fio: a bare write_*_log names the logs after the job
   }
@@ -445,12 +534,7 @@ Result<FioSpec> ParseFioArgs(std::span<const std::string> args, const IoJobOptio
       bare = false;
     }
     if (cli_only) {
-      if (key == "output") spec.out.file = value;
-      std::stringstream ss(value);
-      std::string part;
-      auto& list = key == "section" ? spec.out.sections : spec.out.formats;
-      if (key == "output-format") list.clear();  // a later one wins; --section adds up
-      while (key != "output" && std::getline(ss, part, ',')) list.push_back(part);
+      DS_RETURN_IF_ERROR(SetCliOnly(key, value, &spec.out));
       continue;
     }
     Entry e{key, value, where, bare};
@@ -512,6 +596,8 @@ std::string FioOptionsHelp() {
   s += "  --output=FILE                          Write the report to FILE\n"
        "  --output-format=normal|json|json+|terse  A comma list prints each\n"
        "  --section=NAME                         Run only this job section (repeatable)\n"
+       "  --eta=auto|always|never                The progress line on stderr (auto: a terminal)\n"
+       "  --status-interval=TIME                 A status report every TIME (5s), text only\n"
        "Any other option is refused (exit 2), never ignored.\n";
   return s;
 }

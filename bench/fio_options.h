@@ -38,6 +38,9 @@ struct FioOutput {
   std::vector<std::string> formats = {"normal"};  // --output-format, a comma list
   std::string file;                               // --output: the report goes there, not stdout
   std::vector<std::string> sections;              // --section: run only these job sections
+  // --eta: fio's progress line (on stderr here): auto on a terminal, always, never.
+  enum class Eta { kAuto, kAlways, kNever } eta = Eta::kAuto;
+  double status_interval = 0;  // --status-interval: a status report every this many seconds
 };
 
 struct FioSpec {

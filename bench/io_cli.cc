@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "bench/io_live.h"
 #include "bench/stop.h"
 #include "src/cli_args.h"
 #include "src/fd.h"
@@ -65,7 +66,20 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
   }
   SystemProbe probe = ProbeSystem(where);
   for (auto& o : jobs) o.disk_device = probe.block_device;
-  auto r = RunIoJobs(jobs);
+  if (spec.out.status_interval > 0 && spec.out.file.empty() &&
+      (spec.out.formats.size() != 1 || spec.out.formats[0] != "normal")) {
+    return Fail(Status(Code::kInvalidArgument,
+                       "--status-interval prints text reports on stdout, which would break the "
+                       "--output-format report there; use --output FILE for it"));
+  }
+  LiveReport live(spec.out, jobs, ::isatty(STDERR_FILENO) == 1);
+  IoHooks hooks;
+  if (live.active()) {
+    hooks.live = [&live](std::span<const LiveJob> js, double s, bool done) {
+      live.Update(js, s, done);
+    };
+  }
+  auto r = RunIoJobs(jobs, hooks);
   if (!r.ok() && r.status().code() == Code::kUnsupported) {  // asked for explicitly
     return Fail(Status(r.status().code(), r.status().message() + "; rerun with --ioengine psync"));
   }

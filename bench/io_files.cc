@@ -13,10 +13,30 @@
 namespace ds::bench {
 
 namespace {
-bool Writes(RwMode m) { return m != RwMode::kRead && m != RwMode::kRandRead; }
-}  // namespace
 
-namespace {
+// fio's fallocate, before the file is written: posix_fallocate (posix), fallocate(2) keeping
+// the size (keep) or not (native, quietly none where the file system has no fallocate),
+// ftruncate to the size (truncate), or nothing (none).
+Status Preallocate(FallocateMode mode, int fd, uint64_t bytes, const std::string& path) {
+  const auto len = static_cast<off_t>(bytes);
+  int rc = 0;
+  switch (mode) {
+    case FallocateMode::kNone: return Status::Ok();
+    case FallocateMode::kPosix: rc = ::posix_fallocate(fd, 0, len); break;
+    case FallocateMode::kKeep: rc = ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, len) ? errno : 0; break;
+    case FallocateMode::kNative:
+      rc = ::fallocate(fd, 0, 0, len) ? errno : 0;
+      if (rc == EOPNOTSUPP) rc = 0;  // fio's native: no fallocate here, lay it out as is
+      break;
+    case FallocateMode::kTruncate: rc = ::ftruncate(fd, len) ? errno : 0; break;
+  }
+  if (rc == 0) return Status::Ok();
+  if (rc == ENOSPC) {
+    return Status(Code::kNoSpace, path + ": no space to preallocate the test file; lower --size",
+                  rc);
+  }
+  return Status::FromErrno(rc, path + ": fallocate (give fallocate=none where it is refused)");
+}
 
 // A test file that dsbench creates (PATH is a directory, or fio's filename names a file that is
 // not there yet): offset + size bytes of incompressible data, after a free-space check.
@@ -34,6 +54,10 @@ Result<TestFile> LayOut(const IoJobOptions& o, const std::string& dir, const std
   }
   DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(f.path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
   f.created = true;
+  if (Status s = Preallocate(o.fallocate, fd.get(), bytes, f.path); !s.ok()) {
+    ::unlink(f.path.c_str());
+    return s;
+  }
   std::string buf(1 << 20, '\0');
   Rng rng(o.seed, 0xF11E);
   for (uint64_t done = 0; done < bytes;) {

@@ -37,6 +37,7 @@
 
 #include "bench/io_logs.h"
 #include "bench/io_pattern.h"
+#include "bench/io_verify.h"
 #include "src/diskstats.h"
 #include "src/histogram.h"
 #include "src/status.h"
@@ -48,6 +49,18 @@ inline constexpr unsigned kMaxIodepth = 4096;  // per job
 
 // kRw: fio's rw/readwrite, sequential offsets with each IO a read or a write by rwmixread.
 enum class RwMode { kRead, kWrite, kRandRead, kRandWrite, kRandRw, kRw };
+inline bool IsRandom(RwMode m) {
+  return m == RwMode::kRandRead || m == RwMode::kRandWrite || m == RwMode::kRandRw;
+}
+inline bool Writes(RwMode m) { return m != RwMode::kRead && m != RwMode::kRandRead; }
+inline bool Reads(RwMode m) { return m != RwMode::kWrite && m != RwMode::kRandWrite; }
+
+// fio's file_service_type: how a job with nrfiles files picks the file of each IO.
+enum class FileService { kRoundRobin, kRandom, kSequential };
+inline constexpr unsigned kMaxFilesPerJob = 1'000'000;
+
+// fio's fallocate: how a test file the run lays out is allocated before it is written.
+enum class FallocateMode { kNone, kPosix, kKeep, kNative, kTruncate };
 
 struct IoJobOptions {
   std::string name = "dsbench";
@@ -69,6 +82,12 @@ struct IoJobOptions {
   // The test file's name when PATH is a directory, shared by all clones; empty: a file per
   // clone, <name>.<clone>.0 (fio's naming).
   std::string file_name;
+  // fio's nrfiles: files per clone, <name>.<clone>.<file> in a directory, each of `size` bytes
+  // (fio's filesize; fio's size is the job's total, size / nrfiles each); file_service picks
+  // the file of each IO, moving on every file_service_n IOs (fio's roundrobin:N, random:N).
+  unsigned nrfiles = 1;
+  FileService file_service = FileService::kRoundRobin;
+  unsigned file_service_n = 1;
   double runtime = 0;       // seconds; 0 = until `size` is done
   bool time_based = false;  // keep going over the file until runtime
   double ramp_time = 0;     // seconds not counted
@@ -101,6 +120,15 @@ struct IoJobOptions {
   bool randrepeat = true;           // false: the random offsets are seeded from the clock
   std::vector<int> cpus;            // cpus_allowed (empty: any)
   std::vector<double> percentiles;  // percentile_list (empty: fio's default list)
+  bool lat_percentiles = false;     // lat's percentiles too (lat is clat here: no slat apart)
+  // fio's gtod_reduce: no clock read per IO, so no latencies and no bw/iops samples; the
+  // totals (bytes, IOs, bandwidth, IOPS over the runtime) stay.
+  bool gtod_reduce = false;
+  bool hipri = false;  // io_uring: polled completions (IORING_SETUP_IOPOLL; needs direct=1)
+  FallocateMode fallocate = FallocateMode::kNative;
+  // fio's verify (bench/io_verify.h): written blocks carry a checksum and are read back and
+  // checked when the job is done (not counted in its figures). Writes only, fixed bs.
+  VerifyKind verify = VerifyKind::kNone;
   IoLogOptions logs;       // fio's write_bw_log, write_lat_log, write_iops_log (bench/io_logs.h)
   bool stonewall = false;  // wait for the jobs before this one (RunIoJobs' caller does)
   bool new_group = false;
@@ -151,6 +179,7 @@ struct JobResult {
   uint64_t ctx = 0, majf = 0, minf = 0;  // context switches and page faults (getrusage)
   DepthStats depth;
   uint64_t syncs = 0;  // fsyncs issued (fio's sync block)
+  uint64_t verified_blocks = 0;  // verify: blocks read back and checked after the job
   LatencyHistogram sync_lat;
 };
 
@@ -177,6 +206,15 @@ struct TestFile {
 // the one file that every rank shares.
 Result<TestFile> PrepareTestFile(IoJobOptions& o);
 
+// One clone's progress while it runs (IoHooks::live).
+struct LiveJob {
+  size_t spec = 0;  // which job
+  unsigned clone = 0;
+  uint64_t bytes = 0, ios = 0;
+  uint64_t target_bytes = 0;  // what it transfers (io_size, or size x loops); 0: time_based
+  double runtime = 0;         // its time limit (s; 0: none)
+};
+
 // Callbacks into the caller's thread, for a run that is one rank of an MPI job (the CLI wires
 // them to mpi/world.h; bench/ itself never links MPI). Both optional.
 struct IoHooks {
@@ -190,6 +228,10 @@ struct IoHooks {
   // (`finished` true). Returning true stops the jobs still running, as --runtime's end does:
   // they issue nothing more and count what completes (stonewalling across ranks).
   std::function<bool(bool finished)> poll;
+  // About every 100 ms while the jobs run (fio's ETA line, status-interval): what the clones
+  // have completed so far (bytes, IOs, both directions, ramp included) and the seconds since
+  // they started; once more with `finished` true.
+  std::function<void(std::span<const LiveJob> jobs, double seconds, bool finished)> live;
 };
 
 // Runs the jobs: every clone (numjobs) of every spec at once, on its own thread. A clone has a

@@ -79,6 +79,7 @@ JobResult MergeJobResults(const std::string& name, std::span<const JobResult> re
     g.depth.Merge(r.depth);
     g.syncs += r.syncs;
     g.sync_lat.Merge(r.sync_lat);
+    g.verified_blocks += r.verified_blocks;
   }
   if (run_ms > 0) {
     g.usr_cpu /= run_ms;
@@ -118,7 +119,7 @@ nlohmann::json DirJson(const IoJobOptions& o, const DirStats& d, double runtime_
   // lat (slat + clat) is clat, as fio reports for a synchronous engine.
   j["slat_ns"] = Moments(LatencyHistogram{});
   j["clat_ns"] = LatencyJson(d.clat, o.percentiles, plus);
-  j["lat_ns"] = Moments(d.clat);
+  j["lat_ns"] = o.lat_percentiles ? LatencyJson(d.clat, o.percentiles, plus) : Moments(d.clat);
   const SampleStats& b = d.bw_kib;
   j["bw_min"] = static_cast<uint64_t>(b.min);
   j["bw_max"] = static_cast<uint64_t>(b.max);
@@ -209,6 +210,7 @@ std::string DirText(const IoJobOptions& o, const char* what, const DirStats& d, 
                               FormatBytes(static_cast<uint64_t>(bw)), FormatRate(bw),
                               FormatBytes(d.io_bytes), static_cast<uint64_t>(runtime_ms));
   s += LatencyText("clat", d.clat, o.percentiles);
+  if (o.lat_percentiles) s += LatencyText("lat", d.clat, o.percentiles);
   if (d.bw_kib.n > 0) {
     s += fmt::format(
         "   bw (  KiB/s): min={:.0f}, max={:.0f}, avg={:.2f}, stdev={:.2f}, "
@@ -387,6 +389,10 @@ std::string JobText(const IoJobOptions& o, const JobResult& r) {
   s += DirText(o, "read", r.read, r.runtime_ms);
   s += DirText(o, "write", r.write, r.runtime_ms);
   if (r.syncs > 0) s += LatencyText("fsync", r.sync_lat, o.percentiles);
+  if (o.verify != VerifyKind::kNone) {
+    s += fmt::format("  verify ({}): {} blocks written were read back and checked: OK\n",
+                     VerifyName(o.verify), r.verified_blocks);
+  }
   s += fmt::format("  cpu          : usr={:.2f}%, sys={:.2f}%, ctx={}, majf={}, minf={}\n",
                    r.usr_cpu, r.sys_cpu, r.ctx, r.majf, r.minf);
   return s;

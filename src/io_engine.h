@@ -64,6 +64,9 @@ struct EngineCounters {
 struct EngineOptions {
   unsigned depth = 32;  // requests in flight at most
   bool sqpoll = false;  // io_uring: kernel thread polls the submission queue
+  // io_uring: the kernel polls for completions (IORING_SETUP_IOPOLL, fio's hipri): O_DIRECT
+  // only, on a device with poll queues; a request it cannot poll completes with -EOPNOTSUPP.
+  bool iopoll = false;
 };
 
 class IoEngine {

@@ -30,10 +30,11 @@ class IoUringEngine : public IoEngine {
     return true;
   }
 
-  Status Init(bool sqpoll) {
+  Status Init(const EngineOptions& o) {
     io_uring_params p;
     std::memset(&p, 0, sizeof p);
-    if (sqpoll) {
+    if (o.iopoll) p.flags |= IORING_SETUP_IOPOLL;
+    if (o.sqpoll) {
       p.flags |= IORING_SETUP_SQPOLL;
       p.sq_thread_idle = 100;
     }
@@ -191,7 +192,7 @@ class IoUringEngine : public IoEngine {
 
 Result<std::unique_ptr<IoEngine>> MakeIoUringEngine(const EngineOptions& o) {
   auto e = std::make_unique<IoUringEngine>(o.depth);
-  DS_RETURN_IF_ERROR(e->Init(o.sqpoll));
+  DS_RETURN_IF_ERROR(e->Init(o));
   return std::unique_ptr<IoEngine>(std::move(e));
 }
 

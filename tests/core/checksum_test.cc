@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <string>
 
+#include "src/md5.h"
 #include "src/random.h"
 
 using namespace ds;
@@ -75,4 +76,27 @@ TEST_CASE("rng is deterministic and Below is in range", "[core]") {
   }
   // Golden value: the permutation of --shuffle-seed must never change between builds.
   CHECK(Rng(0).Next() == 0x99EC5F36CB75F2B4ull);
+}
+
+TEST_CASE("md5 gives RFC 1321's test suite digests, fed whole or in pieces", "[core]") {
+  // RFC 1321, appendix A.5.
+  const std::pair<const char*, const char*> kSuite[] = {
+      {"", "d41d8cd98f00b204e9800998ecf8427e"},
+      {"a", "0cc175b9c0f1b6a831c399e269772661"},
+      {"abc", "900150983cd24fb0d6963f7d28e17f72"},
+      {"message digest", "f96b697d7cb7938d525a2f31aaf161d0"},
+      {"abcdefghijklmnopqrstuvwxyz", "c3fcd3d76192e4007dfb496cca67e13b"},
+      {"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789",
+       "d174ab98d277d9f5a5611c2c9f419d9f"},
+      {"12345678901234567890123456789012345678901234567890123456789012345678901234567890",
+       "57edf4a22be3c955ac49da2e2107b67a"}};
+  for (const auto& [text, hex] : kSuite) {
+    INFO(text);
+    CHECK(Md5Hex(text) == hex);
+    Md5 m;  // the same bytes in pieces of 1, 2, 3, ... straddling the 64-byte blocks
+    std::string_view s = text;
+    for (size_t at = 0, k = 1; at < s.size(); at += k, k++) m.Update(s.substr(at, k));
+    auto d = m.Digest();
+    CHECK(d == Md5Of(text, s.size()));
+  }
 }
