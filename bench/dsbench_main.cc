@@ -8,6 +8,7 @@
 
 #include "bench/fio_options.h"
 #include "bench/io_cli.h"
+#include "bench/latency_report.h"
 #include "bench/meta.h"
 #include "bench/mpi_cli.h"
 #include "bench/stop.h"
@@ -185,7 +186,7 @@ int main(int argc, char** argv) try {
       nlohmann::json j = {
           {"dsbench", {{"probe", probe.ToJson()}, {"interrupted", ds::bench::StopRequested()}}},
           {"meta", ds::bench::MetaJson(mo, *r)}};
-      std::printf("%s\n", j.dump(2).c_str());
+      std::printf("%s\n", ds::bench::DumpJson(j).c_str());
     } else {
       std::fputs(ds::bench::MetaText(mo, *r).c_str(), stdout);
       if (r->interrupted) {
@@ -244,7 +245,7 @@ int main(int argc, char** argv) try {
   if (sjson) {
     nlohmann::json j = ds::bench::StorageJson(so, *r);
     j["probe"] = probe.ToJson();
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", ds::bench::DumpJson(j).c_str());
   } else {
     std::fputs(ds::bench::StorageText(so, *r).c_str(), stdout);
   }

@@ -26,7 +26,8 @@ struct Entry {
 struct RawJob {
   std::string name;
   std::vector<Entry> entries;
-  size_t own_from = 0;  // entries[own_from..] are the job's own (echoed as "job options")
+  size_t own_from = 0;  // entries[own_from..own_to) are the job's own (echoed as "job options")
+  size_t own_to = SIZE_MAX;
 };
 
 // What a job's options build up before it is resolved into IoJobOptions.
@@ -428,7 +429,7 @@ Result<IoJobOptions> BuildJob(const RawJob& raw, const IoJobOptions& defaults,
       return Status(s.code(), (cli ? "--" : e.where + ": ") + s.message());
     }
     if (std::string_view(opt->name) == "time_based") b.time_based_given = true;
-    if (i >= raw.own_from && !e.bare) {  // fio echoes options with a value
+    if (i >= raw.own_from && i < raw.own_to && !e.bare) {  // fio echoes options with a value
       auto& g = b.o.given;
       auto it = std::find_if(g.begin(), g.end(), [&](const auto& kv) { return kv.first == e.key; });
       if (it != g.end()) g.erase(it);
@@ -554,20 +555,35 @@ Result<FioSpec> ParseFioArgs(std::span<const std::string> args, const IoJobOptio
           "--output-format=" + f + ": choose normal, json, json+ or terse (a comma list)");
     }
   }
-  // fio: options on the command line override the job files'.
-  for (auto& j : jobs) j.entries.insert(j.entries.end(), cli_global.begin(), cli_global.end());
+  // fio: options on the command line override the job files' (and fio echoes them among the
+  // "global options", not a job's).
+  for (auto& j : jobs) {
+    j.own_to = j.entries.size();
+    j.entries.insert(j.entries.end(), cli_global.begin(), cli_global.end());
+  }
   for (auto& j : cli_jobs) {
     RawJob r{j.name, cli_global, cli_global.size()};
     r.entries.insert(r.entries.end(), j.entries.begin(), j.entries.end());
     jobs.push_back(std::move(r));
   }
-  if (jobs.empty() && !any_file) {  // dsbench's own form: one job from the options given
+  const bool short_form = jobs.empty() && !any_file;
+  if (short_form) {  // dsbench's own form: one job from the options given, echoed as its own
     jobs.push_back(RawJob{defaults.name, cli_global, 0});
+    cli_global.clear();
   }
   if (jobs.empty()) {
     return Status(Code::kInvalidArgument, "the job files define no job; add a [jobname] section");
   }
-  for (const auto& e : last_global) spec.global_given.emplace_back(e.key, e.value);
+  // fio's "global options": the command line's (before the first --name), then the last
+  // [global] section's; a later one of a key wins.
+  for (const auto* list : {&cli_global, &last_global}) {
+    for (const auto& e : *list) {
+      if (e.bare) continue;
+      auto& g = spec.global_given;
+      std::erase_if(g, [&](const auto& kv) { return kv.first == e.key; });
+      g.emplace_back(e.key, e.value);
+    }
+  }
   unsigned group = 0;
   for (const auto& raw : jobs) {
     if (!spec.out.sections.empty() && std::find(spec.out.sections.begin(), spec.out.sections.end(),

@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "bench/io_live.h"
+#include "bench/latency_report.h"
 #include "bench/stop.h"
 #include "src/cli_args.h"
 #include "src/fd.h"
@@ -95,7 +96,7 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
     } else {
       auto j = JobsJson(jobs, *r, f == "json+", spec.global_given);
       j["dsbench"] = {{"probe", probe.ToJson()}, {"interrupted", StopRequested()}};
-      report += j.dump(2) + "\n";
+      report += DumpJson(j) + "\n";
     }
   }
   if (spec.out.file.empty()) {

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <charconv>
+#include <vector>
+
 namespace ds::bench {
 
 namespace {
@@ -45,5 +49,41 @@ std::string LatencyText(const char* label, const LatencyHistogram& h,
   }
   return s;
 }
+
+namespace {
+
+bool NumericKey(const std::string& k, double* v) {
+  auto [p, ec] = std::from_chars(k.data(), k.data() + k.size(), *v);
+  return ec == std::errc() && p == k.data() + k.size();
+}
+
+nlohmann::ordered_json Ordered(const nlohmann::json& j) {
+  if (j.is_array()) {
+    nlohmann::ordered_json a = nlohmann::ordered_json::array();
+    for (const auto& x : j) a.push_back(Ordered(x));
+    return a;
+  }
+  if (!j.is_object()) return nlohmann::ordered_json::parse(j.dump());
+  std::vector<std::pair<double, std::string>> numeric;
+  bool all_numeric = !j.empty();
+  for (auto it = j.begin(); it != j.end() && all_numeric; ++it) {
+    double v = 0;
+    all_numeric = NumericKey(it.key(), &v);
+    numeric.emplace_back(v, it.key());
+  }
+  nlohmann::ordered_json o = nlohmann::ordered_json::object();
+  if (all_numeric) {
+    std::stable_sort(numeric.begin(), numeric.end(),
+                     [](const auto& a, const auto& b) { return a.first < b.first; });
+    for (const auto& [v, k] : numeric) o[k] = Ordered(j.at(k));
+  } else {
+    for (auto it = j.begin(); it != j.end(); ++it) o[it.key()] = Ordered(it.value());
+  }
+  return o;
+}
+
+}  // namespace
+
+std::string DumpJson(const nlohmann::json& j, int indent) { return Ordered(j).dump(indent); }
 
 }  // namespace ds::bench

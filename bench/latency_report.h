@@ -17,6 +17,10 @@ namespace ds::bench {
 // {"<bucket value ns>": count}.
 nlohmann::json LatencyJson(const LatencyHistogram& h, std::span<const double> percentiles = {},
                            bool bins = false);
+// j as text (indent as json::dump), with the keys of every object whose keys are all numbers
+// (percentiles "99.900000", json+ bins "<ns>") in numeric order, as fio writes them; other
+// objects keep their keys' order. Every JSON document dsbench prints goes through it.
+std::string DumpJson(const nlohmann::json& j, int indent = 2);
 // Lines indented by four spaces, each ending in '\n'.
 std::string LatencyText(const char* label, const LatencyHistogram& h,
                         std::span<const double> percentiles = {});

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 
+#include "bench/latency_report.h"
 #include "bench/meta_ranks.h"
 #include "bench/ranks.h"
 #include "bench/replay_ranks.h"
@@ -150,7 +151,7 @@ int RunIoRanks(mpi::World& world, IoJobOptions o, const MpiIoFlags& flags,
     j["dsbench"] = {{"probe", probe.ToJson()},
                     {"interrupted", StopRequested()},
                     {"mpi", {{"world", world.size()}, {"launcher", mpi::LauncherEnv()}}}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", DumpJson(j).c_str());
   } else {
     std::fputs(probe.ToText().c_str(), stdout);
     if (reps.size() > 1) std::fputs("last repetition:\n", stdout);
@@ -199,7 +200,7 @@ int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate
       nlohmann::json j = ClusterStorageJson(so, r->seq_job, r->rnd_job, *seq, *rnd, v);
       j["probe"] = probe.ToJson();
       j["mpi"] = {{"world", world.size()}, {"launcher", mpi::LauncherEnv()}};
-      std::printf("%s\n", j.dump(2).c_str());
+      std::printf("%s\n", DumpJson(j).c_str());
     } else {
       std::fputs(probe.ToText().c_str(), stdout);
       std::fputs(ClusterStorageText(so, *seq, *rnd, v).c_str(), stdout);
@@ -257,7 +258,7 @@ int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemPr
                            {{"probe", probe.ToJson()},
                             {"mpi", {{"world", world.size()}, {"launcher", mpi::LauncherEnv()}}}}},
                           {"replay_ranks", ClusterReplayJson(o, c)}};
-      std::printf("%s\n", j.dump(2).c_str());
+      std::printf("%s\n", DumpJson(j).c_str());
     } else {
       for (const auto& n : rr.notes) std::printf("note (rank 0): %s\n", n.c_str());
       std::fputs(ClusterReplayText(o, c).c_str(), stdout);
@@ -337,7 +338,7 @@ int RunMetaRanks(mpi::World& world, MetaOptions mo, bool shared_dir, bool json,
                           {"mpi", {{"world", world.size()}, {"launcher", mpi::LauncherEnv()}}}}},
                         {"meta", MetaJson(mo, *r)},
                         {"meta_ranks", ClusterMetaJson(ranks, phases, shared_dir)}};
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", DumpJson(j).c_str());
   } else {
     std::fputs(probe.ToText().c_str(), stdout);
     std::fputs(("rank 0: " + MetaPlanText(mo)).c_str(), stdout);

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "bench/compare.h"
+#include "bench/latency_report.h"
 #include "bench/mpi_cli.h"
 #include "bench/replay.h"
 #include "bench/report_html.h"
@@ -194,7 +195,7 @@ int RunReplayCommand(JobFlags* f) {
     } else {
       j["replay_sweep"] = runs;
     }
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", DumpJson(j).c_str());
   }
   return starves || errors ? 1 : 0;
 }
@@ -313,10 +314,10 @@ int TrainingCommands::Run(const std::string& command) {
   std::string json_path = o.work_dir + "/compare.json";
   std::string html_path = f->html.empty() ? o.work_dir + "/report.html" : f->html;
   // Whole or not at all under the final names (path.tmp, fsync, rename).
-  if (Status w = WriteFileAtomic(json_path, j.dump(2) + "\n"); !w.ok()) return Fail(w);
+  if (Status w = WriteFileAtomic(json_path, DumpJson(j) + "\n"); !w.ok()) return Fail(w);
   if (Status w = WriteFileAtomic(html_path, CompareHtml(cj)); !w.ok()) return Fail(w);
   if (json) {
-    std::printf("%s\n", j.dump(2).c_str());
+    std::printf("%s\n", DumpJson(j).c_str());
   } else {
     std::fputs(CompareText(o, r).c_str(), stdout);
     std::printf("report: %s\njson:   %s\n", html_path.c_str(), json_path.c_str());

@@ -147,6 +147,26 @@ TEST_CASE("fio options: bsrange, bssplit and random_distribution; a later bs win
   CHECK(split->jobs.at(0).IoSizes().split.size() == 2);
 }
 
+TEST_CASE("fio options: nrfiles splits size, filesize sizes each file; --eta, --status-interval",
+          "[bench]") {
+  auto split = Parse({"/tmp", "--size=1M", "--nrfiles=4", "--file_service_type=random:8"});
+  REQUIRE(split.ok());
+  const IoJobOptions& s = split->jobs.at(0);
+  CHECK(s.nrfiles == 4);
+  CHECK(s.size == 256 * 1024);  // per file
+  CHECK(s.file_service == FileService::kRandom);
+  CHECK(s.file_service_n == 8);
+  auto each = Parse({"/tmp", "--filesize=128k", "--nrfiles=3", "--eta=never",
+                     "--status-interval=2s"});
+  REQUIRE(each.ok());
+  CHECK(each->jobs.at(0).size == 128 * 1024);
+  CHECK(each->out.eta == FioOutput::Eta::kNever);
+  CHECK(each->out.status_interval == 2.0);
+  CHECK(!Parse({"/tmp", "--nrfiles=0"}).ok());
+  CHECK(!Parse({"/tmp", "--status-interval=0"}).ok());
+  CHECK(!Parse({"/tmp", "--file_service_type=roundrobin:0"}).ok());
+}
+
 TEST_CASE("fio options: what dsbench does not support is refused by name", "[bench]") {
   auto cli = Parse({"/tmp", "--verify_pattern=0xff"});
   REQUIRE_FALSE(cli.ok());
