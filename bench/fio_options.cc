@@ -96,7 +96,8 @@ Status SetRw(Build& b, const std::string& v) {
   }
   auto m = ParseRw(v);
   if (!m.ok()) {
-    return Bad("rw", v, "choose read, write, randread, randwrite, rw (readwrite) or randrw");
+    return Bad("rw", v,
+               "choose read, write, randread, randwrite, rw (readwrite), randrw, trim or randtrim");
   }
   b.o.rw = *m;
   return Status::Ok();
@@ -212,7 +213,7 @@ const Option kOptions[] = {
      DS_SET(b.filename = v)},
     {"directory", nullptr, false, "Directory for the test files NAME.N.0 (one per numjobs)",
      DS_SET(b.directory = v)},
-    {"rw", "readwrite", false, "read|write|randread|randwrite|rw|randrw", SetRw},
+    {"rw", "readwrite", false, "read|write|randread|randwrite|rw|randrw|trim|randtrim", SetRw},
     {"bs", "blocksize", false, "Block size (4k, 1M)",
      DS_SET(DS_ASSIGN_OR_RETURN(b.o.bs, Size("bs", v)); b.o.sizes = {b.o.bs, b.o.bs, {}})},
     {"bsrange", "blocksize_range", false, "Block sizes in MIN-MAX, multiples of MIN (4k-64k)",

@@ -36,9 +36,12 @@ Result<RwMode> ParseRw(const std::string& t) {
   if (t == "randwrite") return RwMode::kRandWrite;
   if (t == "randrw") return RwMode::kRandRw;
   if (t == "rw" || t == "readwrite") return RwMode::kRw;
+  if (t == "trim") return RwMode::kTrim;
+  if (t == "randtrim") return RwMode::kRandTrim;
   return Status(
       Code::kInvalidArgument,
-      "--rw " + t + ": choose read, write, randread, randwrite, rw (readwrite) or randrw");
+      "--rw " + t +
+          ": choose read, write, randread, randwrite, rw (readwrite), randrw, trim or randtrim");
 }
 
 const char* RwName(RwMode m) {
@@ -55,6 +58,10 @@ const char* RwName(RwMode m) {
       return "randrw";
     case RwMode::kRw:
       return "rw";
+    case RwMode::kTrim:
+      return "trim";
+    case RwMode::kRandTrim:
+      return "randtrim";
   }
   return "?";
 }

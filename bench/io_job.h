@@ -48,12 +48,16 @@ inline constexpr unsigned kMaxJobs = 4096;     // fio's REAL_MAX_JOBS
 inline constexpr unsigned kMaxIodepth = 4096;  // per job
 
 // kRw: fio's rw/readwrite, sequential offsets with each IO a read or a write by rwmixread.
-enum class RwMode { kRead, kWrite, kRandRead, kRandWrite, kRandRw, kRw };
+// kTrim, kRandTrim: fio's trim/randtrim, BLKDISCARD of each block on a block device (done in
+// the job's thread, one at a time, as fio's engines do it).
+enum class RwMode { kRead, kWrite, kRandRead, kRandWrite, kRandRw, kRw, kTrim, kRandTrim };
 inline bool IsRandom(RwMode m) {
-  return m == RwMode::kRandRead || m == RwMode::kRandWrite || m == RwMode::kRandRw;
+  return m == RwMode::kRandRead || m == RwMode::kRandWrite || m == RwMode::kRandRw ||
+         m == RwMode::kRandTrim;
 }
-inline bool Writes(RwMode m) { return m != RwMode::kRead && m != RwMode::kRandRead; }
-inline bool Reads(RwMode m) { return m != RwMode::kWrite && m != RwMode::kRandWrite; }
+inline bool Trims(RwMode m) { return m == RwMode::kTrim || m == RwMode::kRandTrim; }
+inline bool Writes(RwMode m) { return m != RwMode::kRead && m != RwMode::kRandRead && !Trims(m); }
+inline bool Reads(RwMode m) { return m != RwMode::kWrite && m != RwMode::kRandWrite && !Trims(m); }
 
 // fio's file_service_type: how a job with nrfiles files picks the file of each IO.
 enum class FileService { kRoundRobin, kRandom, kSequential };
@@ -169,7 +173,7 @@ struct JobResult {
   std::string name;
   unsigned jobs = 1;  // > 1 for a group-reported result
   double runtime_ms = 0;
-  DirStats read, write;
+  DirStats read, write, trim;
   double usr_cpu = 0, sys_cpu = 0;  // % of one core over the runtime, as fio prints
   // The measured window on the steady clock (ns): after ramp_time, to the last completion. A
   // group's is the union of its jobs'. Ranks of an MPI job compare them after a common barrier.
@@ -257,7 +261,7 @@ JobResult MergeJobResults(const std::string& name, std::span<const JobResult> re
 // (N = 0; clat starts at submission, so lat = clat) and trim (no trims are issued).
 // `plus`: fio's json+ (clat bins). group_kib: the job's group's read/write KiB/s (bw_agg).
 nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r, bool plus,
-                       std::array<double, 2> group_kib);
+                       std::array<double, 3> group_kib);
 nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r);  // its own group
 std::string JobText(const IoJobOptions& o, const JobResult& r);
 
@@ -269,7 +273,7 @@ nlohmann::json JobsJson(const IoJobOptions& o, const IoRun& run);
 std::string JobsText(std::span<const IoJobOptions> specs, const IoRun& run);
 // fio's terse v3: one semicolon-separated line per job (130 fields with a disk, 121 without),
 // fields in fio's order and units (KiB, KiB/s, usec); slat is 0 (not measured apart).
-std::string JobTerse(const IoJobOptions& o, const JobResult& r, std::array<double, 2> group_kib,
+std::string JobTerse(const IoJobOptions& o, const JobResult& r, std::array<double, 3> group_kib,
                      const std::optional<DiskUtil>& disk);
 std::string JobsTerse(std::span<const IoJobOptions> specs, const IoRun& run);
 std::string JobsText(const IoJobOptions& o, const IoRun& run);

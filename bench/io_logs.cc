@@ -47,10 +47,10 @@ void IoLogs::Complete(uint64_t ms, int ddir, uint64_t bytes, uint64_t lat_ns) {
 }
 
 void IoLogs::Tick(uint64_t ms, bool last) {
-  while (ms >= window_start_ + window_ms_ || (last && (ios_[0] || ios_[1]))) {
+  while (ms >= window_start_ + window_ms_ || (last && (ios_[0] || ios_[1] || ios_[2]))) {
     uint64_t end = last && ms < window_start_ + window_ms_ ? ms : window_start_ + window_ms_;
     double secs = static_cast<double>(end - window_start_) / 1e3;
-    for (int d = 0; d < 2; d++) {
+    for (int d = 0; d < 3; d++) {
       if (ios_[d] == 0) continue;
       if (secs > 0) {
         Line(bw_, end, static_cast<uint64_t>(static_cast<double>(bytes_[d]) / 1024 / secs), d, 0);

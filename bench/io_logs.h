@@ -4,7 +4,7 @@
 //
 // Files, per job clone N (1-based, as fio numbers them): PREFIX_bw.N.log, PREFIX_iops.N.log,
 // PREFIX_lat.N.log, PREFIX_clat.N.log and PREFIX_slat.N.log (empty: slat is not measured apart).
-// A line is "time_ms, value, ddir, bs, offset" with ddir 0 read, 1 write. bw (KiB/s) and iops
+// A line is "time_ms, value, ddir, bs, offset" with ddir 0 read, 1 write, 2 trim. bw (KiB/s) and iops
 // are one line per direction per window of log_avg_msec (fio's 500 ms when 0). Latencies (ns)
 // are one line per IO when log_avg_msec is 0, else the window's mean per direction (bs 0).
 // time_ms counts from the job's start. Lines go through a buffered stream; a write error
@@ -33,7 +33,8 @@ class IoLogs {
   static Result<std::unique_ptr<IoLogs>> Open(const IoLogOptions& o, unsigned clone);
   ~IoLogs();
 
-  // An IO done at `ms` after the job's start: direction (0 read, 1 write), bytes, clat (ns).
+  // An IO done at `ms` after the job's start: direction (0 read, 1 write, 2 trim), bytes,
+  // clat (ns).
   void Complete(uint64_t ms, int ddir, uint64_t bytes, uint64_t lat_ns);
   // Writes the windows that ended by `ms`; call now and then, and once at the end (`last`: the
   // partial window is written too when it holds IO).
@@ -52,7 +53,7 @@ class IoLogs {
   IoLogOptions o_;
   File bw_, iops_, lat_, clat_, slat_;
   uint64_t window_ms_ = 500, window_start_ = 0;
-  uint64_t bytes_[2] = {0, 0}, ios_[2] = {0, 0}, lat_sum_[2] = {0, 0};
+  uint64_t bytes_[3] = {0, 0, 0}, ios_[3] = {0, 0, 0}, lat_sum_[3] = {0, 0, 0};
 };
 
 }  // namespace ds::bench

@@ -61,7 +61,8 @@ JobResult MergeJobResults(const std::string& name, std::span<const JobResult> re
     g.runtime_ms = std::max(g.runtime_ms, r.runtime_ms);  // fio: the slowest job's runtime
     g.elapsed = std::max(g.elapsed, r.elapsed);
     g.end_ns = std::max(g.end_ns, r.end_ns);
-    for (auto [dst, src] : {std::pair{&g.read, &r.read}, std::pair{&g.write, &r.write}}) {
+    for (auto [dst, src] : {std::pair{&g.read, &r.read}, std::pair{&g.write, &r.write},
+                            std::pair{&g.trim, &r.trim}}) {
       dst->io_bytes += src->io_bytes;
       dst->ios += src->ios;
       dst->short_ios += src->short_ios;
@@ -223,21 +224,22 @@ std::string DirText(const IoJobOptions& o, const char* what, const DirStats& d, 
 }  // namespace
 
 // Each reporting group's read/write KiB/s (fio's rs->agg), for bw_agg.
-static std::map<unsigned, std::array<double, 2>> GroupKib(std::span<const IoJobOptions> specs,
+static std::map<unsigned, std::array<double, 3>> GroupKib(std::span<const IoJobOptions> specs,
                                                           const IoRun& run) {
-  std::map<unsigned, std::array<double, 2>> group_kib;
+  std::map<unsigned, std::array<double, 3>> group_kib;
   for (const auto& r : run.jobs) {
     auto& g = group_kib[specs[r.spec].groupid];
     double secs = r.runtime_ms / 1e3;
     if (secs <= 0) continue;
     g[0] += static_cast<double>(r.read.io_bytes) / 1024 / secs;
     g[1] += static_cast<double>(r.write.io_bytes) / 1024 / secs;
+    g[2] += static_cast<double>(r.trim.io_bytes) / 1024 / secs;
   }
   return group_kib;
 }
 
 nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r, bool plus,
-                       std::array<double, 2> group_kib) {
+                       std::array<double, 3> group_kib) {
   nlohmann::json j = {{"jobname", r.name},
                       {"groupid", o.groupid},
                       {"error", 0},
@@ -247,7 +249,7 @@ nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r, bool plus,
                       {"job_runtime", static_cast<uint64_t>(r.runtime_ms)}};
   j["read"] = DirJson(o, r.read, r.runtime_ms, group_kib[0], plus);
   j["write"] = DirJson(o, r.write, r.runtime_ms, group_kib[1], plus);
-  j["trim"] = DirJson(o, DirStats{}, 0, 0, plus);
+  j["trim"] = DirJson(o, r.trim, r.runtime_ms, group_kib[2], plus);
   j["sync"] = {{"total_ios", r.syncs}, {"lat_ns", LatencyJson(r.sync_lat, o.percentiles, plus)}};
   j["job_runtime"] = static_cast<uint64_t>(r.runtime_ms);
   j["usr_cpu"] = r.usr_cpu;
@@ -260,6 +262,7 @@ nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r, bool plus,
   j["iodepth_complete"] = DepthMap(r.depth.complete, false);
   LatencyHistogram all = r.read.clat;
   all.Merge(r.write.clat);
+  all.Merge(r.trim.clat);
   LatencyBuckets(all, &j);
   j["latency_depth"] = o.iodepth;
   j["latency_target"] = 0;
@@ -304,10 +307,11 @@ nlohmann::json JobsJson(const IoJobOptions& o, const IoRun& run) {
 
 nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r) {
   double secs = r.runtime_ms / 1e3;
-  std::array<double, 2> kib{};
+  std::array<double, 3> kib{};
   if (secs > 0) {
     kib = {static_cast<double>(r.read.io_bytes) / 1024 / secs,
-           static_cast<double>(r.write.io_bytes) / 1024 / secs};
+           static_cast<double>(r.write.io_bytes) / 1024 / secs,
+           static_cast<double>(r.trim.io_bytes) / 1024 / secs};
   }
   return JobJson(o, r, false, kib);
 }
@@ -352,7 +356,7 @@ std::string Pcts(const nlohmann::json& map, std::initializer_list<const char*> k
 
 }  // namespace
 
-std::string JobTerse(const IoJobOptions& o, const JobResult& r, std::array<double, 2> group_kib,
+std::string JobTerse(const IoJobOptions& o, const JobResult& r, std::array<double, 3> group_kib,
                      const std::optional<DiskUtil>& disk) {
   std::string t = fmt::format("3;dsbench-{};{};{};0", DSPACK_VERSION, r.name, o.groupid);
   TerseDir(o, r.read, r.runtime_ms, group_kib[0], &t);
@@ -388,6 +392,7 @@ std::string JobText(const IoJobOptions& o, const JobResult& r) {
       o.direct ? 1 : 0);
   s += DirText(o, "read", r.read, r.runtime_ms);
   s += DirText(o, "write", r.write, r.runtime_ms);
+  s += DirText(o, "trim", r.trim, r.runtime_ms);
   if (r.syncs > 0) s += LatencyText("fsync", r.sync_lat, o.percentiles);
   if (o.verify != VerifyKind::kNone) {
     s += fmt::format("  verify ({}): {} blocks written were read back and checked: OK\n",

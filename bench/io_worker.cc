@@ -4,7 +4,10 @@
 #include <fmt/format.h>
 #include <pthread.h>
 #include <sched.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
@@ -66,8 +69,18 @@ struct CloneFile {
 };
 
 Result<OwnedFd> OpenTestFile(const IoJobOptions& o, const std::string& file) {
-  int flags = (Writes(o.rw) ? O_RDWR : O_RDONLY) | (o.direct ? O_DIRECT : 0);
+  int flags = (Writes(o.rw) || Trims(o.rw) ? O_RDWR : O_RDONLY) | (o.direct ? O_DIRECT : 0);
   auto fd = OpenFile(file, flags);
+  if (fd.ok() && Trims(o.rw)) {
+    struct stat st;
+    if (::fstat(fd->get(), &st) != 0 || !S_ISBLK(st.st_mode)) {
+      return Status(Code::kInvalidArgument,
+                    fmt::format("{}: not a block device; rw={} discards blocks with BLKDISCARD, "
+                                "which only a block device takes (fio's trim fails here too); "
+                                "give --filename=/dev/... with --allow-device",
+                                file, RwName(o.rw)));
+    }
+  }
   if (fd.ok() || !o.direct || fd.status().err() != EINVAL) return fd;
   struct statfs sf;
   std::string fs =
@@ -203,12 +216,12 @@ Status RunClone(const IoJobOptions& o, std::span<const std::string> paths, unsig
   // fio's bw/iops samples: one per 500 ms window, per direction the job does.
   constexpr int64_t kWindowNs = 500'000'000;
   int64_t window_start = measured_from;
-  uint64_t window_bytes[2] = {0, 0}, window_ios[2] = {0, 0};
+  uint64_t window_bytes[3] = {0, 0, 0}, window_ios[3] = {0, 0, 0};
   auto close_window = [&](int64_t now) {
     double secs = static_cast<double>(now - window_start) / 1e9;
-    DirStats* dirs[2] = {&out->read, &out->write};
-    bool does[2] = {Reads(o.rw), Writes(o.rw)};
-    for (int d = 0; d < 2; d++) {
+    DirStats* dirs[3] = {&out->read, &out->write, &out->trim};
+    bool does[3] = {Reads(o.rw), Writes(o.rw), Trims(o.rw)};
+    for (int d = 0; d < 3; d++) {
       if (!does[d]) continue;
       dirs[d]->bw_kib.Add(static_cast<double>(window_bytes[d]) / 1024 / secs);
       dirs[d]->iops.Add(static_cast<double>(window_ios[d]) / secs);
@@ -268,6 +281,45 @@ Status RunClone(const IoJobOptions& o, std::span<const std::string> paths, unsig
       const size_t fi = picker.Next(rng, files);
       CloneFile& f = files[fi];
       const IoPattern::Io io = f.pattern.Next(rng);
+      if (Trims(o.rw)) {  // synchronous, in this thread (fio's engines trim so too)
+        free_slots.push_back(slot);
+        uint64_t range[2] = {o.offset + io.offset, io.len};
+        int64_t t0 = NowNs();
+        if (::ioctl(f.fd.get(), BLKDISCARD, range) != 0) {
+          return Status::FromErrno(errno, fmt::format("{}: trim of {} at offset {}", f.path,
+                                                      io.len, range[0]));
+        }
+        now = NowNs();
+        issued_bytes += io.len;
+        f.issued += io.len;
+        issued_ios++;
+        out->depth.level[LevelBucket(1)]++;
+        out->depth.submit[CountBucket(1)]++;
+        out->depth.complete[CountBucket(1)]++;
+        if (live) {
+          live->bytes.fetch_add(io.len, std::memory_order_relaxed);
+          live->ios.fetch_add(1, std::memory_order_relaxed);
+        }
+        if (ramping && now >= ramp_end) {
+          ramping = false;
+          measured_from = window_start = now;
+          out->trim = DirStats{};
+          out->depth = DepthStats{};
+          ::getrusage(RUSAGE_THREAD, &ru0);
+        } else if (!ramping) {
+          out->trim.io_bytes += io.len;
+          out->trim.ios++;
+          if (!o.gtod_reduce) out->trim.clat.Add(static_cast<uint64_t>(now - t0));
+          window_bytes[2] += io.len;
+          window_ios[2]++;
+          if (logs) {
+            logs->Complete(static_cast<uint64_t>(now - thread_start) / 1000000, 2, io.len,
+                           static_cast<uint64_t>(now - t0));
+          }
+          if (!o.gtod_reduce && now - window_start >= kWindowNs) close_window(now);
+        }
+        continue;
+      }
       r = IoRequest{write ? IoRequest::Op::kWrite : IoRequest::Op::kRead,
                     f.fd.get(),
                     bufs[slot].data(),
@@ -312,8 +364,9 @@ Status RunClone(const IoJobOptions& o, std::span<const std::string> paths, unsig
       measured_from = window_start = now;
       out->read = DirStats{};
       out->write = DirStats{};
+      out->trim = DirStats{};
       out->depth = DepthStats{};
-      window_bytes[0] = window_bytes[1] = window_ios[0] = window_ios[1] = 0;
+      for (int d = 0; d < 3; d++) window_bytes[d] = window_ios[d] = 0;
       ::getrusage(RUSAGE_THREAD, &ru0);
     }
     uint64_t landed = 0;

@@ -43,7 +43,8 @@ Status DirFromWire(const nlohmann::json& j, DirStats* d) {
 
 double Bandwidth(const JobResult& r) {
   double secs = r.runtime_ms / 1e3;
-  return secs > 0 ? static_cast<double>(r.read.io_bytes + r.write.io_bytes) / secs : 0;
+  return secs > 0 ? static_cast<double>(r.read.io_bytes + r.write.io_bytes + r.trim.io_bytes) / secs
+                  : 0;
 }
 
 }  // namespace
@@ -69,7 +70,8 @@ std::string EncodeRankIo(const RankIo& r) {
                       {"usr", j.usr_cpu},
                       {"sys", j.sys_cpu},
                       {"read", DirWire(j.read)},
-                      {"write", DirWire(j.write)}};
+                      {"write", DirWire(j.write)},
+                      {"trim", DirWire(j.trim)}};
   return w.dump();
 }
 
@@ -89,6 +91,7 @@ Result<RankIo> DecodeRankIo(std::string_view text) {
     j.sys_cpu = w.at("sys").get<double>();
     DS_RETURN_IF_ERROR(DirFromWire(w.at("read"), &j.read));
     DS_RETURN_IF_ERROR(DirFromWire(w.at("write"), &j.write));
+    DS_RETURN_IF_ERROR(DirFromWire(w.at("trim"), &j.trim));
     return r;
   } catch (const nlohmann::json::exception& e) {
     return Status(Code::kCorruption, std::string("a rank's results: ") + e.what());
@@ -148,11 +151,12 @@ std::string ClusterText(const IoJobOptions& o, const ClusterIo& c) {
     const JobResult& j = r.result;
     double bw = Bandwidth(j);
     double secs = j.runtime_ms / 1e3;
-    uint64_t ios = j.read.ios + j.write.ios;
+    uint64_t ios = j.read.ios + j.write.ios + j.trim.ios;
     s += fmt::format("  rank {:>3} {:<16} BW={}/s IOPS={} ({} in {:.0f} ms)\n", r.rank, r.host,
                      FormatBytes(static_cast<uint64_t>(bw)),
                      FormatCount(secs > 0 ? static_cast<double>(ios) / secs : 0),
-                     FormatBytes(j.read.io_bytes + j.write.io_bytes), j.runtime_ms);
+                     FormatBytes(j.read.io_bytes + j.write.io_bytes + j.trim.io_bytes),
+                     j.runtime_ms);
   }
   s += "aggregate over the window (first start to last end, as IOR):\n";
   s += JobText(o, c.aggregate);
@@ -175,8 +179,11 @@ RepFigures Figures(const std::vector<ClusterIo>& reps) {
   for (const auto& c : reps) {
     const JobResult& a = c.aggregate;
     double secs = c.window_ms / 1e3;
-    f.bw.push_back(secs > 0 ? static_cast<double>(a.read.io_bytes + a.write.io_bytes) / secs : 0);
-    f.iops.push_back(secs > 0 ? static_cast<double>(a.read.ios + a.write.ios) / secs : 0);
+    f.bw.push_back(secs > 0 ? static_cast<double>(a.read.io_bytes + a.write.io_bytes +
+                                                  a.trim.io_bytes) / secs
+                            : 0);
+    f.iops.push_back(secs > 0 ? static_cast<double>(a.read.ios + a.write.ios + a.trim.ios) / secs
+                              : 0);
   }
   return f;
 }

@@ -183,7 +183,7 @@ TEST_CASE("fio options: what dsbench does not support is refused by name", "[ben
   auto var = Parse({job});
   REQUIRE_FALSE(var.ok());
   CHECK_THAT(var.status().message(), Catch::Contains(":2") && Catch::Contains("$VAR"));
-  for (std::vector<std::string> bad : {std::vector<std::string>{"/tmp", "--rw=randtrim"},
+  for (std::vector<std::string> bad : {std::vector<std::string>{"/tmp", "--rw=trimwrite"},
                                        {"/tmp", "--bs=4k,8k"},
                                        {"/tmp", "--size=50%"},
                                        {"/tmp", "--random_distribution=zoned:50/5:50/95"},

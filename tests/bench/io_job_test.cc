@@ -46,14 +46,14 @@ std::string Content(size_t n) {
 
 TEST_CASE("ParseRw: each mode round-trips through its name, anything else is refused", "[bench]") {
   for (RwMode m : {RwMode::kRead, RwMode::kWrite, RwMode::kRandRead, RwMode::kRandWrite,
-                   RwMode::kRandRw, RwMode::kRw}) {
+                   RwMode::kRandRw, RwMode::kRw, RwMode::kTrim, RwMode::kRandTrim}) {
     auto p = ParseRw(RwName(m));
     REQUIRE(p.ok());
     CHECK(*p == m);
   }
   CHECK(std::string(RwName(RwMode::kRandRw)) == "randrw");
   CHECK(*ParseRw("readwrite") == RwMode::kRw);  // fio's alias
-  for (const char* bad : {"", "READ", "randtrim", "randwr", "read "}) {
+  for (const char* bad : {"", "READ", "trimwrite", "randwr", "read "}) {
     auto p = ParseRw(bad);
     REQUIRE_FALSE(p.ok());
     CHECK(p.status().code() == Code::kInvalidArgument);
