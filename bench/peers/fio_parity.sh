@@ -19,6 +19,7 @@ jobs=(
   "seq1m-qd8-io_uring|--rw=read --bs=1M --iodepth=8 --ioengine=io_uring --direct=1"
   "seq1m-4jobs-libaio|--rw=read --bs=1M --ioengine=libaio --direct=1 --numjobs=4 --group_reporting"
   "seq1m-4jobs-io_uring|--rw=read --bs=1M --ioengine=io_uring --direct=1 --numjobs=4 --group_reporting"
+  "rand-bssplit-zipf-io_uring|--rw=randread --bssplit=4k/70:64k/30 --random_distribution=zipf:1.2 --iodepth=16 --ioengine=io_uring --direct=1"
 )
 for r in $(seq 1 "$ROUNDS"); do
   for j in "${jobs[@]}"; do
