@@ -5,8 +5,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <optional>
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 #include "src/human.h"
@@ -143,9 +143,9 @@ Status SetFileService(Build& b, const std::string& v) {
 
 Status SetFallocate(Build& b, const std::string& v) {
   static const std::pair<const char*, FallocateMode> kModes[] = {
-      {"none", FallocateMode::kNone},     {"0", FallocateMode::kNone},
-      {"posix", FallocateMode::kPosix},   {"1", FallocateMode::kPosix},
-      {"keep", FallocateMode::kKeep},     {"native", FallocateMode::kNative},
+      {"none", FallocateMode::kNone},        {"0", FallocateMode::kNone},
+      {"posix", FallocateMode::kPosix},      {"1", FallocateMode::kPosix},
+      {"keep", FallocateMode::kKeep},        {"native", FallocateMode::kNative},
       {"truncate", FallocateMode::kTruncate}};
   for (const auto& [name, mode] : kModes) {
     if (v == name) {
@@ -234,8 +234,7 @@ const Option kOptions[] = {
     {"nrfiles", nullptr, false, "Files per job, NAME.N.F in the directory",
      DS_SET_U(nrfiles, "nrfiles", 1, kMaxFilesPerJob)},
     {"file_service_type", nullptr, false,
-     "Which file each IO goes to: roundrobin|random|sequential, :N = after N IOs",
-     SetFileService},
+     "Which file each IO goes to: roundrobin|random|sequential, :N = after N IOs", SetFileService},
     {"io_size", "io_limit", false, "Bytes each job transfers (default size x loops)",
      DS_SET(DS_ASSIGN_OR_RETURN(b.o.io_size, Size("io_size", v)))},
     {"offset", nullptr, false, "Where in the file the job's region starts",
@@ -293,10 +292,11 @@ const Option kOptions[] = {
      DS_SET_B(gtod_reduce, "gtod_reduce")},
     {"hipri", nullptr, true, "io_uring: polled completions (needs direct=1 and poll queues)",
      DS_SET_B(hipri, "hipri")},
-    {"verify", nullptr, false, "Writes: checksum each block, read back and check it after the job (crc32c|md5)",
+    {"verify", nullptr, false,
+     "Writes: checksum each block, read back and check it after the job (crc32c|md5)",
      DS_SET(DS_ASSIGN_OR_RETURN(b.o.verify, ParseVerify(v)))},
-    {"fallocate", nullptr, false, "Preallocation of a laid-out file: none|posix|keep|native|truncate",
-     SetFallocate},
+    {"fallocate", nullptr, false,
+     "Preallocation of a laid-out file: none|posix|keep|native|truncate", SetFallocate},
     {"group_reporting", nullptr, true, "One result for each reporting group",
      DS_SET_B(group_reporting, "group_reporting")},
     {"stonewall", "wait_for_previous", true, "Wait for the jobs before this one to finish",

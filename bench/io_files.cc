@@ -21,14 +21,21 @@ Status Preallocate(FallocateMode mode, int fd, uint64_t bytes, const std::string
   const auto len = static_cast<off_t>(bytes);
   int rc = 0;
   switch (mode) {
-    case FallocateMode::kNone: return Status::Ok();
-    case FallocateMode::kPosix: rc = ::posix_fallocate(fd, 0, len); break;
-    case FallocateMode::kKeep: rc = ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, len) ? errno : 0; break;
+    case FallocateMode::kNone:
+      return Status::Ok();
+    case FallocateMode::kPosix:
+      rc = ::posix_fallocate(fd, 0, len);
+      break;
+    case FallocateMode::kKeep:
+      rc = ::fallocate(fd, FALLOC_FL_KEEP_SIZE, 0, len) ? errno : 0;
+      break;
     case FallocateMode::kNative:
       rc = ::fallocate(fd, 0, 0, len) ? errno : 0;
       if (rc == EOPNOTSUPP) rc = 0;  // fio's native: no fallocate here, lay it out as is
       break;
-    case FallocateMode::kTruncate: rc = ::ftruncate(fd, len) ? errno : 0; break;
+    case FallocateMode::kTruncate:
+      rc = ::ftruncate(fd, len) ? errno : 0;
+      break;
   }
   if (rc == 0) return Status::Ok();
   if (rc == ENOSPC) {

@@ -90,9 +90,9 @@ Status CheckJob(const IoJobOptions& o) {
   }
   for (const auto& [bs, pct] : sizes.split) {
     if (o.direct && bs % 512 != 0) {
-      return Status(Code::kInvalidArgument,
-                    fmt::format("--bssplit's {} is not a multiple of 512, which --direct=1 needs",
-                                bs));
+      return Status(
+          Code::kInvalidArgument,
+          fmt::format("--bssplit's {} is not a multiple of 512, which --direct=1 needs", bs));
     }
   }
   if (o.verify != VerifyKind::kNone) {
@@ -272,8 +272,13 @@ Result<IoRun> RunTogether(std::span<const IoJobOptions> in, const IoHooks& hooks
     for (size_t j = 0; j < plan.size(); j++) {
       const IoJobOptions& o = specs[plan[j].spec];
       const uint64_t pass = o.IoSizes().fixed() ? o.size / o.bs * o.bs : o.size;
-      snapshot[j] = {plan[j].spec, plan[j].index, 0, 0,
-                     o.time_based ? 0 : o.io_size ? o.io_size : pass * o.nrfiles * o.loops,
+      snapshot[j] = {plan[j].spec,
+                     plan[j].index,
+                     0,
+                     0,
+                     o.time_based ? 0
+                     : o.io_size  ? o.io_size
+                                  : pass * o.nrfiles * o.loops,
                      o.runtime};
     }
     auto report = [&](bool done) {

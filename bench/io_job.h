@@ -182,7 +182,7 @@ struct JobResult {
   double elapsed = 0;  // seconds from the job's thread start to its end (fio's elapsed)
   uint64_t ctx = 0, majf = 0, minf = 0;  // context switches and page faults (getrusage)
   DepthStats depth;
-  uint64_t syncs = 0;  // fsyncs issued (fio's sync block)
+  uint64_t syncs = 0;            // fsyncs issued (fio's sync block)
   uint64_t verified_blocks = 0;  // verify: blocks read back and checked after the job
   LatencyHistogram sync_lat;
 };

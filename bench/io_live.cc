@@ -40,10 +40,9 @@ std::string EtaLine(std::span<const LiveJob> jobs, double seconds, uint64_t wind
     }
     if (t_left < 1e18) left = std::max(left, t_left);
   }
-  return fmt::format("Jobs: {}: [{:.1f}%][{}][{} IOPS][eta {}]", jobs.size(), done * 100,
-                     FormatRate(rate),
-                     FormatCount(window > 0 ? static_cast<double>(window_ios) / window : 0),
-                     Clock(left));
+  return fmt::format(
+      "Jobs: {}: [{:.1f}%][{}][{} IOPS][eta {}]", jobs.size(), done * 100, FormatRate(rate),
+      FormatCount(window > 0 ? static_cast<double>(window_ios) / window : 0), Clock(left));
 }
 
 std::string StatusReport(std::span<const LiveJob> jobs, std::span<const LiveJob> before,
@@ -51,7 +50,8 @@ std::string StatusReport(std::span<const LiveJob> jobs, std::span<const LiveJob>
   std::string s = fmt::format("status at {:.1f}s:\n", seconds);
   for (size_t i = 0; i < jobs.size(); i++) {
     const LiveJob& j = jobs[i];
-    uint64_t b0 = i < before.size() ? before[i].bytes : 0, n0 = i < before.size() ? before[i].ios : 0;
+    uint64_t b0 = i < before.size() ? before[i].bytes : 0,
+             n0 = i < before.size() ? before[i].ios : 0;
     double dt = interval > 0 ? interval : 1;
     s += fmt::format("  {}.{}: {} ({} IOs) so far; {}, {} IOPS over the last {:.1f}s\n",
                      specs[j.spec].name, j.clone, FormatBytes(j.bytes), j.ios,
@@ -67,17 +67,16 @@ bool LiveReport::active() const {
 }
 
 void LiveReport::Update(std::span<const LiveJob> jobs, double seconds, bool finished) {
-  if (out_.status_interval > 0 && !finished &&
-      seconds - last_status_at_ >= out_.status_interval) {
-    std::string text =
-        StatusReport(jobs, last_status_, specs_, seconds, seconds - last_status_at_);
+  if (out_.status_interval > 0 && !finished && seconds - last_status_at_ >= out_.status_interval) {
+    std::string text = StatusReport(jobs, last_status_, specs_, seconds, seconds - last_status_at_);
     if (drawn_ && tty_) std::fputs("\r\033[K", stderr);  // the ETA line is redrawn after
     std::fputs(text.c_str(), stdout);
     std::fflush(stdout);
     last_status_.assign(jobs.begin(), jobs.end());
     last_status_at_ = seconds;
   }
-  const bool eta = out_.eta == FioOutput::Eta::kAlways || (out_.eta == FioOutput::Eta::kAuto && tty_);
+  const bool eta =
+      out_.eta == FioOutput::Eta::kAlways || (out_.eta == FioOutput::Eta::kAuto && tty_);
   if (!eta) return;
   if (finished) {
     if (drawn_ && tty_) std::fputs("\r\033[K", stderr);

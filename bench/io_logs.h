@@ -4,8 +4,8 @@
 //
 // Files, per job clone N (1-based, as fio numbers them): PREFIX_bw.N.log, PREFIX_iops.N.log,
 // PREFIX_lat.N.log, PREFIX_clat.N.log and PREFIX_slat.N.log (empty: slat is not measured apart).
-// A line is "time_ms, value, ddir, bs, offset" with ddir 0 read, 1 write, 2 trim. bw (KiB/s) and iops
-// are one line per direction per window of log_avg_msec (fio's 500 ms when 0). Latencies (ns)
+// A line is "time_ms, value, ddir, bs, offset" with ddir 0 read, 1 write, 2 trim. bw (KiB/s) and
+// iops are one line per direction per window of log_avg_msec (fio's 500 ms when 0). Latencies (ns)
 // are one line per IO when log_avg_msec is 0, else the window's mean per direction (bs 0).
 // time_ms counts from the job's start. Lines go through a buffered stream; a write error
 // surfaces at Close() naming the file.

@@ -98,7 +98,8 @@ Result<OffsetDistribution> ParseDistribution(const std::string& text) {
   auto colon = text.find(':');
   std::string kind = text.substr(0, colon);
   if (kind == "random") {
-    if (colon != std::string::npos) return Bad("random_distribution", text, "random takes no value");
+    if (colon != std::string::npos)
+      return Bad("random_distribution", text, "random takes no value");
     return d;
   }
   if (kind != "zipf" && kind != "pareto" && kind != "normal" && kind != "gauss") {
@@ -131,17 +132,24 @@ Result<OffsetDistribution> ParseDistribution(const std::string& text) {
 
 std::string DistributionText(const OffsetDistribution& d) {
   switch (d.kind) {
-    case Distribution::kUniform: return "random";
-    case Distribution::kZipf: return fmt::format("zipf:{:g}", d.param);
-    case Distribution::kPareto: return fmt::format("pareto:{:g}", d.param);
-    case Distribution::kNormal: return fmt::format("normal:{:g}", d.param);
+    case Distribution::kUniform:
+      return "random";
+    case Distribution::kZipf:
+      return fmt::format("zipf:{:g}", d.param);
+    case Distribution::kPareto:
+      return fmt::format("pareto:{:g}", d.param);
+    case Distribution::kNormal:
+      return fmt::format("normal:{:g}", d.param);
   }
   return "random";
 }
 
 IoPattern::IoPattern(const BlockSizes& sizes, const OffsetDistribution& dist, uint64_t region,
                      bool random)
-    : sizes_(sizes), dist_(dist), region_(region), random_(random),
+    : sizes_(sizes),
+      dist_(dist),
+      region_(region),
+      random_(random),
       units_(std::max<uint64_t>(1, region / sizes.min)) {
   if (dist_.kind == Distribution::kZipf) {
     uint64_t terms = std::min(units_, kZipfTerms);
@@ -171,7 +179,8 @@ uint64_t IoPattern::DrawRank(Rng& rng) const {
   const double n = static_cast<double>(units_);
   double r = 0;
   switch (dist_.kind) {
-    case Distribution::kUniform: return rng.Below(units_);
+    case Distribution::kUniform:
+      return rng.Below(units_);
     case Distribution::kZipf: {
       const double theta = dist_.param, alpha = 1.0 / (1.0 - theta);
       const double eta = (1.0 - std::pow(2.0 / n, 1.0 - theta)) / (1.0 - zeta2_ / zetan_);
@@ -185,7 +194,9 @@ uint64_t IoPattern::DrawRank(Rng& rng) const {
       }
       break;
     }
-    case Distribution::kPareto: r = std::floor((n - 1) * std::pow(rng.Uniform(), pareto_pow_)); break;
+    case Distribution::kPareto:
+      r = std::floor((n - 1) * std::pow(rng.Uniform(), pareto_pow_));
+      break;
     case Distribution::kNormal: {
       double x = n / 2 + rng.Normal() * n * dist_.param / 100;
       r = std::floor(std::clamp(x, 0.0, n - 1));

@@ -37,8 +37,8 @@
 namespace ds::bench {
 
 struct BlockSizes {
-  uint64_t min = 4096, max = 4096;                   // bs: min == max, no split
-  std::vector<std::pair<uint64_t, double>> split;    // bssplit: size, percentage (sum 100)
+  uint64_t min = 4096, max = 4096;                 // bs: min == max, no split
+  std::vector<std::pair<uint64_t, double>> split;  // bssplit: size, percentage (sum 100)
   bool fixed() const { return split.empty() && min == max; }
 };
 
@@ -59,8 +59,7 @@ std::string DistributionText(const OffsetDistribution& d);
 class IoPattern {
  public:
   // region: the job's bytes (REQUIRES: region >= sizes.max > 0).
-  IoPattern(const BlockSizes& sizes, const OffsetDistribution& dist, uint64_t region,
-            bool random);
+  IoPattern(const BlockSizes& sizes, const OffsetDistribution& dist, uint64_t region, bool random);
   struct Io {
     uint64_t offset = 0;  // within the region
     uint64_t len = 0;
@@ -75,9 +74,9 @@ class IoPattern {
   OffsetDistribution dist_;
   uint64_t region_;
   bool random_;
-  uint64_t units_;     // region_ / sizes_.min
-  uint64_t seq_ = 0;   // next sequential offset
-  double zetan_ = 0;   // zipf: sum over the first units of 1/i^T (at most kZipfTerms terms)
+  uint64_t units_;    // region_ / sizes_.min
+  uint64_t seq_ = 0;  // next sequential offset
+  double zetan_ = 0;  // zipf: sum over the first units of 1/i^T (at most kZipfTerms terms)
   double zeta2_ = 0;
   double pareto_pow_ = 0;
 };

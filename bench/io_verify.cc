@@ -43,9 +43,9 @@ Result<VerifyKind> ParseVerify(const std::string& text) {
   if (text == "crc32c" || text == "crc32c-intel") return VerifyKind::kCrc32c;
   if (text == "md5") return VerifyKind::kMd5;
   if (text == "0" || text == "null" || text.empty()) return VerifyKind::kNone;
-  return Status(Code::kInvalidArgument,
-                fmt::format("verify={}: choose crc32c or md5 (fio's others are not supported)",
-                            text));
+  return Status(
+      Code::kInvalidArgument,
+      fmt::format("verify={}: choose crc32c or md5 (fio's others are not supported)", text));
 }
 
 const char* VerifyName(VerifyKind k) {
@@ -65,17 +65,15 @@ void FillVerifiable(VerifyKind kind, uint64_t seed, uint64_t offset, char* buf, 
 Status CheckVerifiable(VerifyKind kind, uint64_t offset, const char* buf, size_t len,
                        std::string_view file) {
   auto bad = [&](std::string what) {
-    return Status(Code::kCorruption,
-                  fmt::format("{}: verify ({}) of the block at offset {}: {}", file,
-                              VerifyName(kind), offset, what));
+    return Status(Code::kCorruption, fmt::format("{}: verify ({}) of the block at offset {}: {}",
+                                                 file, VerifyName(kind), offset, what));
   };
   if (LoadLE32(buf) != kVerifyMagic) {
-    return bad(fmt::format("bad magic {:08x} (want {:08x}): not what this job wrote",
-                           LoadLE32(buf), kVerifyMagic));
+    return bad(fmt::format("bad magic {:08x} (want {:08x}): not what this job wrote", LoadLE32(buf),
+                           kVerifyMagic));
   }
   if (LoadLE64(buf + 8) != offset) {
-    return bad(fmt::format("the header says offset {}: a misdirected write",
-                           LoadLE64(buf + 8)));
+    return bad(fmt::format("the header says offset {}: a misdirected write", LoadLE64(buf + 8)));
   }
   if (LoadLE32(buf + 16) != len || LoadLE32(buf + 4) != kVerifyHeader) {
     return bad(fmt::format("the header says {} bytes", LoadLE32(buf + 16)));
@@ -107,9 +105,8 @@ Status VerifyWritten(VerifyKind kind, int fd, uint64_t base, const WrittenBlocks
     }
   }
   if (result->bad > 1) {
-    return Status(Code::kCorruption,
-                  fmt::format("{} (and {} more of the {} blocks read back)", first.message(),
-                              result->bad - 1, result->blocks));
+    return Status(Code::kCorruption, fmt::format("{} (and {} more of the {} blocks read back)",
+                                                 first.message(), result->bad - 1, result->blocks));
   }
   return first;
 }

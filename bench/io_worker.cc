@@ -2,9 +2,9 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <sched.h>
-#include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -85,17 +85,16 @@ Result<OwnedFd> OpenTestFile(const IoJobOptions& o, const std::string& file) {
   struct statfs sf;
   std::string fs =
       ::statfs(file.c_str(), &sf) == 0 ? FsTypeName(static_cast<uint64_t>(sf.f_type)) : "?";
-  return Status(Code::kInvalidArgument,
-                fmt::format("{}: this file system ({}) refuses O_DIRECT; use --direct=0", file,
-                            fs));
+  return Status(
+      Code::kInvalidArgument,
+      fmt::format("{}: this file system ({}) refuses O_DIRECT; use --direct=0", file, fs));
 }
 
 // fio's file_service_type: which file each IO goes to. roundrobin:N and random:N move on after
 // N IOs; sequential stays on a file until a pass over it is issued.
 class FilePicker {
  public:
-  FilePicker(const IoJobOptions& o, size_t files, uint64_t pass)
-      : o_(o), n_(files), pass_(pass) {}
+  FilePicker(const IoJobOptions& o, size_t files, uint64_t pass) : o_(o), n_(files), pass_(pass) {}
   size_t Next(Rng& rng, const std::vector<CloneFile>& files) {
     if (n_ == 1) return 0;
     switch (o_.file_service) {
@@ -286,8 +285,8 @@ Status RunClone(const IoJobOptions& o, std::span<const std::string> paths, unsig
         uint64_t range[2] = {o.offset + io.offset, io.len};
         int64_t t0 = NowNs();
         if (::ioctl(f.fd.get(), BLKDISCARD, range) != 0) {
-          return Status::FromErrno(errno, fmt::format("{}: trim of {} at offset {}", f.path,
-                                                      io.len, range[0]));
+          return Status::FromErrno(
+              errno, fmt::format("{}: trim of {} at offset {}", f.path, io.len, range[0]));
         }
         now = NowNs();
         issued_bytes += io.len;
@@ -374,12 +373,13 @@ Status RunClone(const IoJobOptions& o, std::span<const std::string> paths, unsig
       IoRequest* r = done[k];
       auto slot = static_cast<unsigned>(reinterpret_cast<uintptr_t>(r->user));
       if (r->result < 0) {
-        std::string what = fmt::format("{}: {} of {} at offset {}", files[slot_file[slot]].path,
-                                       r->op == IoRequest::Op::kRead ? "read" : "write", r->len,
-                                       r->offset);
+        std::string what =
+            fmt::format("{}: {} of {} at offset {}", files[slot_file[slot]].path,
+                        r->op == IoRequest::Op::kRead ? "read" : "write", r->len, r->offset);
         if (o.hipri && (r->result == -EOPNOTSUPP || r->result == -EINVAL)) {
-          what += " (hipri: this device or file system cannot poll for completions; it needs "
-                  "direct=1 and a block device with poll queues, e.g. nvme poll_queues=N)";
+          what +=
+              " (hipri: this device or file system cannot poll for completions; it needs "
+              "direct=1 and a block device with poll queues, e.g. nvme poll_queues=N)";
         }
         return ErrnoStatus(r->result, what);
       }
@@ -441,7 +441,8 @@ Status RunClone(const IoJobOptions& o, std::span<const std::string> paths, unsig
       ::posix_fadvise(f.fd.get(), 0, 0, POSIX_FADV_DONTNEED);
     }
     VerifyResult vr;
-    Status s = VerifyWritten(o.verify, f.fd.get(), o.offset, f.written, bufs[0].data(), f.path, &vr);
+    Status s =
+        VerifyWritten(o.verify, f.fd.get(), o.offset, f.written, bufs[0].data(), f.path, &vr);
     out->verified_blocks += vr.blocks;
     if (checked.ok()) checked = s;
   }

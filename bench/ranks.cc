@@ -179,9 +179,9 @@ RepFigures Figures(const std::vector<ClusterIo>& reps) {
   for (const auto& c : reps) {
     const JobResult& a = c.aggregate;
     double secs = c.window_ms / 1e3;
-    f.bw.push_back(secs > 0 ? static_cast<double>(a.read.io_bytes + a.write.io_bytes +
-                                                  a.trim.io_bytes) / secs
-                            : 0);
+    f.bw.push_back(
+        secs > 0 ? static_cast<double>(a.read.io_bytes + a.write.io_bytes + a.trim.io_bytes) / secs
+                 : 0);
     f.iops.push_back(secs > 0 ? static_cast<double>(a.read.ios + a.write.ios + a.trim.ios) / secs
                               : 0);
   }

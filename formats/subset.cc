@@ -36,8 +36,8 @@ Result<DatasetFiles> FullListing(const std::string& dir, Format f) {
 }
 
 std::string Summary(const SubsetView& v, uint64_t shards, uint64_t samples) {
-  std::string s = fmt::format("{} of {} shards, {} of {} samples", shards, v.of_shards, samples,
-                              v.of_samples);
+  std::string s =
+      fmt::format("{} of {} shards, {} of {} samples", shards, v.of_shards, samples, v.of_samples);
   if (!v.reason.empty()) s += " (" + v.reason + ")";
   return s;
 }
@@ -50,8 +50,11 @@ class SubsetReader : public LayoutReader {
  public:
   SubsetReader(std::string dir, Format f, SubsetView view, DatasetFiles listing,
                std::unique_ptr<LayoutReader> inner, std::vector<ShardRange> ranges)
-      : format_(f), view_(std::move(view)), listing_(std::move(listing)),
-        inner_(std::move(inner)), ranges_(std::move(ranges)) {
+      : format_(f),
+        view_(std::move(view)),
+        listing_(std::move(listing)),
+        inner_(std::move(inner)),
+        ranges_(std::move(ranges)) {
     path_ = std::move(dir);
     if (inner_) {
       label_field_ = inner_->label_field();
@@ -98,12 +101,9 @@ class SubsetReader : public LayoutReader {
     j["shards"] = ranges_.size();
     j["total_bytes"] = bytes;  // the present shards
     j.erase("payload_bytes");  // the whole dataset's: not this view's
-    j["subset"] = {{"view", std::string(kSubsetViewName)},
-                   {"shards", ranges_.size()},
-                   {"of_shards", view_.of_shards},
-                   {"samples", size()},
-                   {"of_samples", view_.of_samples},
-                   {"reason", view_.reason}};
+    j["subset"] = {{"view", std::string(kSubsetViewName)}, {"shards", ranges_.size()},
+                   {"of_shards", view_.of_shards},         {"samples", size()},
+                   {"of_samples", view_.of_samples},       {"reason", view_.reason}};
     return j;
   }
   std::string InfoText() const override {
@@ -148,15 +148,17 @@ class SubsetReader : public LayoutReader {
     std::string path = path_ + "/" + f.name;
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) {
-      r->problems.push_back(fmt::format("{}: missing, though the subset view lists it; stage it "
-                                        "again (dssync)",
-                                        path));
+      r->problems.push_back(
+          fmt::format("{}: missing, though the subset view lists it; stage it "
+                      "again (dssync)",
+                      path));
       return;
     }
     if (shard && static_cast<uint64_t>(st.st_size) != f.size) {
-      r->problems.push_back(fmt::format("{}: {} bytes, but {} says {} (truncated or replaced?); "
-                                        "stage it again (dssync)",
-                                        path, st.st_size, listing_.commit_point, f.size));
+      r->problems.push_back(
+          fmt::format("{}: {} bytes, but {} says {} (truncated or replaced?); "
+                      "stage it again (dssync)",
+                      path, st.st_size, listing_.commit_point, f.size));
       return;
     }
     if (!f.xxh3) return;
@@ -164,16 +166,16 @@ class SubsetReader : public LayoutReader {
     if (!h.ok()) {
       r->problems.push_back(h.status().message());
     } else if (*h != *f.xxh3) {
-      r->problems.push_back(fmt::format("{}: XXH3 {} differs from {}'s {}: the file changed after "
-                                        "it was written; stage it again (dssync)",
-                                        path, HexU64(*h), listing_.commit_point,
-                                        HexU64(*f.xxh3)));
+      r->problems.push_back(
+          fmt::format("{}: XXH3 {} differs from {}'s {}: the file changed after "
+                      "it was written; stage it again (dssync)",
+                      path, HexU64(*h), listing_.commit_point, HexU64(*f.xxh3)));
     }
   }
 
   Format format_;
   SubsetView view_;
-  DatasetFiles listing_;  // the whole dataset's
+  DatasetFiles listing_;                 // the whole dataset's
   std::unique_ptr<LayoutReader> inner_;  // null when no shard is present
   std::vector<ShardRange> ranges_;       // the present shards, in this view's numbers
   std::vector<uint64_t> map_;            // this view's sample k is the inner's map_[k]

@@ -106,8 +106,8 @@ Status WriteFullAt(int fd, const void* buf, size_t n, uint64_t offset, std::stri
     ssize_t r = ::pwrite(fd, p + done, n - done, static_cast<off_t>(offset + done));
     if (r < 0) {
       if (errno == EINTR) continue;
-      return Status::FromErrno(errno,
-                               std::string(what) + ": write at offset " + std::to_string(offset + done));
+      return Status::FromErrno(
+          errno, std::string(what) + ": write at offset " + std::to_string(offset + done));
     }
     done += static_cast<size_t>(r);
   }

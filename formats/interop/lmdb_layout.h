@@ -34,6 +34,6 @@ Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
 // `present` is ignored: data.mdb is the one shard, so a subset view holds all of it or none
 // (formats/subset.h opens no reader for none).
 Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
-                                            const std::set<std::string>* present = nullptr);
+                                           const std::set<std::string>* present = nullptr);
 
 }  // namespace ds::lmdb

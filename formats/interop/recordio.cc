@@ -373,7 +373,7 @@ Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
 }
 
 Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
-                                            const std::set<std::string>* present) {
+                                           const std::set<std::string>* present) {
   return OpenReader<Reader>(path, present);
 }
 

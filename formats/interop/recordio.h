@@ -26,7 +26,7 @@ inline constexpr size_t kIRHeaderSize = 24;
 Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
                                                    const WriterOptions& options);
 Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
-                                            const std::set<std::string>* present = nullptr);
+                                           const std::set<std::string>* present = nullptr);
 
 // dmlc::RecordIOWriter::WriteRecord's output for one record (exposed for tests).
 std::string Frame(std::string_view record);

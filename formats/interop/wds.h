@@ -25,6 +25,6 @@ inline constexpr uint64_t kBlock = 512;
 Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
                                                    const WriterOptions& options);
 Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
-                                            const std::set<std::string>* present = nullptr);
+                                           const std::set<std::string>* present = nullptr);
 
 }  // namespace ds::wds

@@ -156,8 +156,8 @@ TEST_CASE("fio options: nrfiles splits size, filesize sizes each file; --eta, --
   CHECK(s.size == 256 * 1024);  // per file
   CHECK(s.file_service == FileService::kRandom);
   CHECK(s.file_service_n == 8);
-  auto each = Parse({"/tmp", "--filesize=128k", "--nrfiles=3", "--eta=never",
-                     "--status-interval=2s"});
+  auto each =
+      Parse({"/tmp", "--filesize=128k", "--nrfiles=3", "--eta=never", "--status-interval=2s"});
   REQUIRE(each.ok());
   CHECK(each->jobs.at(0).size == 128 * 1024);
   CHECK(each->out.eta == FioOutput::Eta::kNever);

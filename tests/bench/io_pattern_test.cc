@@ -48,8 +48,7 @@ TEST_CASE("bsrange and bssplit parse as fio writes them, and refuse what they ca
   CHECK(ParseDistribution("gauss:5")->kind == Distribution::kNormal);
 }
 
-TEST_CASE("sizes: bsrange draws multiples of MIN in range, bssplit keeps its weights",
-          "[bench]") {
+TEST_CASE("sizes: bsrange draws multiples of MIN in range, bssplit keeps its weights", "[bench]") {
   Rng rng(1);
   IoPattern range(*ParseBsRange("4k-64k"), {}, 64 << 20, true);
   std::map<uint64_t, int> seen;

@@ -96,14 +96,15 @@ TEST_CASE("live: the ETA line and the status report", "[bench]") {
   IoJobOptions o;
   o.name = "seq";
   std::vector<IoJobOptions> specs{o};
-  std::vector<LiveJob> jobs{{0, 0, 50 << 20, 100, 100 << 20, 0}, {0, 1, 25 << 20, 50, 100 << 20, 0}};
+  std::vector<LiveJob> jobs{{0, 0, 50 << 20, 100, 100 << 20, 0},
+                            {0, 1, 25 << 20, 50, 100 << 20, 0}};
   // 2 jobs, the further one half done; 100 MB/s over the last second; the slower job's 75 MiB
   // left at half the rate each.
   std::string eta = EtaLine(jobs, 2.0, 100'000'000, 150, 1.0);
   CHECK(eta == "Jobs: 2: [50.0%][100.0 MB/s][150 IOPS][eta 00m:02s]");
   std::vector<LiveJob> timed{{0, 0, 1, 1, 0, 30}};
-  CHECK_THAT(EtaLine(timed, 12.0, 0, 0, 1.0), Catch::Contains("[40.0%]") &&
-                                                 Catch::Contains("[eta 00m:18s]"));
+  CHECK_THAT(EtaLine(timed, 12.0, 0, 0, 1.0),
+             Catch::Contains("[40.0%]") && Catch::Contains("[eta 00m:18s]"));
   std::vector<LiveJob> before{{0, 0, 0, 0, 0, 0}, {0, 1, 0, 0, 0, 0}};
   std::string st = StatusReport(jobs, before, specs, 5.0, 5.0);
   CHECK_THAT(st, Catch::StartsWith("status at 5.0s:\n  seq.0: 50.0 MiB (100 IOs) so far; ") &&
