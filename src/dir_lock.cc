@@ -49,13 +49,34 @@ long Holder(int fd, bool* exclusive) {
   return FlockHolder(text.str(), major(st.st_dev), minor(st.st_dev), st.st_ino, exclusive);
 }
 
-Status BeingWritten(int fd, const std::string& dir) {
-  long pid = Holder(fd, nullptr);
+Status BeingWritten(long pid, const std::string& dir) {
   return Status(Code::kAlreadyExists,
                 fmt::format("{}: is being written by {}; wait for it to finish (two writers "
                             "into one directory would mix their files, and a reader would see "
                             "a half-written dataset)",
                             dir, pid > 0 ? fmt::format("PID {}", pid) : "another process"));
+}
+
+// flock(fd, op | LOCK_NB), tried again while the lock in the way is not a writer's: 0 when
+// taken, else errno (EWOULDBLOCK: still held, *writer the holder's PID, 0 if unseen). A refusal is
+// reported only when /proc/locks lists a writer's lock, or after kWriterLockRetries x 10 ms: a
+// holder that let go between the failed flock and the read of /proc/locks (a reader done, a writer
+// just finished) would otherwise be reported as "another process" (this once failed
+// tests/e2e/locks.sh in CI).
+int TryFlock(int fd, int op, long* writer) {
+  *writer = 0;
+  for (int i = 0;; i++) {
+    if (::flock(fd, op | LOCK_NB) == 0) return 0;
+    int err = errno;
+    if (err != EWOULDBLOCK || i == kWriterLockRetries) return err;
+    bool exclusive = false;
+    long pid = Holder(fd, &exclusive);
+    if (pid != 0 && exclusive) {
+      *writer = pid;  // named from this read: a second one could miss a writer just done
+      return err;
+    }
+    ::usleep(10'000);
+  }
 }
 
 }  // namespace
@@ -66,19 +87,9 @@ Result<OwnedFd> LockDirectory(const std::string& dir, std::string* warning) {
   OwnedFd fd(raw);
   // Readers hold a shared lock only while they open a dataset (LockDirectoryShared): wait
   // their moment out, but refuse at once when the holder is a writer.
-  int rc = ::flock(fd.get(), LOCK_EX | LOCK_NB);
-  int err = rc != 0 ? errno : 0;
-  for (int i = 0; err == EWOULDBLOCK && i < kWriterLockRetries; i++) {
-    // A writer's lock: refuse now. No holder listed: the reader let go between our flock and
-    // the read of /proc/locks; try again (this once gave up, naming "another process").
-    bool exclusive = true;
-    if (Holder(fd.get(), &exclusive) != 0 && exclusive) break;
-    ::usleep(10'000);
-    rc = ::flock(fd.get(), LOCK_EX | LOCK_NB);
-    err = rc != 0 ? errno : 0;
-  }
-  if (rc != 0) {
-    if (err == EWOULDBLOCK) return BeingWritten(fd.get(), dir);
+  long writer = 0;
+  if (int err = TryFlock(fd.get(), LOCK_EX, &writer); err != 0) {
+    if (err == EWOULDBLOCK) return BeingWritten(writer, dir);
     if (warning) {
       *warning = fmt::format(
           "{}: cannot lock ({}); going on unlocked, so make sure no other "
@@ -102,9 +113,8 @@ Result<OwnedFd> LockDirectoryShared(const std::string& dir) {
   int raw = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (raw < 0) return Status::FromErrno(errno, dir);
   OwnedFd fd(raw);
-  if (::flock(fd.get(), LOCK_SH | LOCK_NB) != 0 && errno == EWOULDBLOCK) {
-    return BeingWritten(fd.get(), dir);
-  }
+  long writer = 0;
+  if (TryFlock(fd.get(), LOCK_SH, &writer) == EWOULDBLOCK) return BeingWritten(writer, dir);
   return fd;  // locked, or flock refused here (NFS, FUSE): nothing to learn, so go on
 }
 

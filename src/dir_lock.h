@@ -31,9 +31,11 @@ Result<OwnedFd> LockDirectory(const std::string& dir, std::string* warning);
 // A reader's guard while it opens the dataset in `dir`: a shared, non-blocking flock. When a
 // writer holds the directory, kAlreadyExists "DIR: is being written by PID N; wait for it to
 // finish", so a reader never opens a half-written dataset, or the old one half-removed by
-// --force. Hold the fd while opening the dataset's files and close it after: the files opened
-// stay the ones read (a later --force unlinks them; their bytes stay readable through the open
-// descriptors). Where flock is refused, the fd holds nothing and the open goes on.
+// --force. A lock whose holder /proc/locks no longer lists (released in between) is tried
+// again, so the refusal names the writer's PID wherever /proc/locks shows it. Hold the fd while
+// opening the dataset's files and close it after: the files opened stay the ones read (a later
+// --force unlinks them; their bytes stay readable through the open descriptors). Where flock is
+// refused, the fd holds nothing and the open goes on.
 Result<OwnedFd> LockDirectoryShared(const std::string& dir);
 
 // The PID holding a flock on (dev, ino), from /proc/locks text; 0 when none is listed.
