@@ -75,6 +75,13 @@ pass "more workers than batches: reduced to the batch count with a note"
 # Cold mode without permission to drop caches: falls back to fadvise with a note (as nobody).
 chmod 755 "$WORK"
 chmod -R a+rX nat
+# ThreadSanitizer reads its suppressions as nobody too: a copy nobody can read (a clone under a
+# 0700 directory, as mktemp -d makes, is not; CI once failed here on that).
+if [[ "${TSAN_OPTIONS:-}" == *suppressions=* ]]; then
+  supp=$(sed -n 's/.*suppressions=\([^:]*\).*/\1/p' <<< "$TSAN_OPTIONS")
+  cp "$supp" "$WORK/tsan.supp" && chmod 644 "$WORK/tsan.supp"
+  export TSAN_OPTIONS=${TSAN_OPTIONS/suppressions=$supp/suppressions=$WORK/tsan.supp}
+fi
 if setpriv --reuid=65534 --regid=65534 --clear-groups true 2>/dev/null; then
   setpriv --reuid=65534 --regid=65534 --clear-groups "$DSBENCH" replay "$WORK/nat" --epochs 1 \
     --drop-caches > nobody.txt 2> nobody.err || { cat nobody.txt nobody.err; fail "replay as nobody"; }
