@@ -42,6 +42,7 @@ namespace ds {
 
 class IoEngine;  // src/io_engine.h
 class ResumableWriter;
+class PartitionedWriter;
 class SubsetReader;  // formats/subset.cc
 
 struct LayoutSummary {
@@ -80,6 +81,8 @@ class LayoutWriter {
 
   // The resume capability, or null when this layout cannot continue an interrupted run.
   virtual ResumableWriter* resumable() { return nullptr; }
+  // The capability of writing one dataset from several processes, or null (PartitionedWriter).
+  virtual PartitionedWriter* partitioned() { return nullptr; }
 };
 
 // Continuing an interrupted write (docs/formats/native.md#crash-safety-and-resume). The caller
@@ -87,8 +90,8 @@ class LayoutWriter {
 // BeginRun on a fresh write, or checks it against the recorded one with ResumeRun, which returns
 // the source position to continue from; it reports that position with SetSourcePosition before
 // each source item, so that a checkpoint knows where the source was.
-// Resume is per writer today: one writer owns OUT's run record and journal. A partitioned write
-// (several writers, one commit) would journal per partition; nothing here assumes otherwise.
+// One writer owns OUT's run record and journal; a partitioned write (PartitionedWriter) journals
+// per process and resumes through BeginJob instead.
 class ResumableWriter {
  public:
   virtual ~ResumableWriter() = default;
@@ -99,6 +102,45 @@ class ResumableWriter {
   virtual void SetSourcePosition(uint64_t pos) = 0;
   // Inputs skipped before the run resumed (restored from the journal).
   virtual uint64_t restored_skipped() const = 0;
+};
+
+// One dataset written by the processes of a job (`mpirun dspack convert`,
+// docs/mpi.md#partitioned-packing), byte-identical to one writer's output for any process count:
+//   1. every process plans the same shards from the samples' shapes (PlanShards: the rule the
+//      writer rolls shards by, applied to sizes known before any byte is read);
+//   2. one process (the job's root, whose writer prepared OUT) calls BeginJob: a fresh run is
+//      recorded, a resumed one checked, and the shards already complete are listed;
+//   3. every process writes its own contiguous range of shards (BeginPart, then samples in
+//      order through Begin/Append/EndSample with SetSourcePosition(sample) before each;
+//      FinishPart returns what the root needs of them); shards listed done are not rewritten;
+//   4. the root commits the dataset from every part, in shard order (CommitParts).
+// The other processes' writers are created with CommonWriterOptions::join_job (OUT is the
+// root's to prepare and lock). A sample whose size differs from the plan's is refused at the
+// shard boundary it would move (kBadInput). Abandon removes only what this process made.
+class PartitionedWriter {
+ public:
+  virtual ~PartitionedWriter() = default;
+  // The sample numbers at which shards start (ascending, the first 0), then n: shard k holds
+  // samples [starts[k], starts[k+1]). shape(s, &key, &fields) gives sample s's key and fields.
+  using ShapeFn = std::function<void(uint64_t, std::string*, std::vector<FieldInfo>*)>;
+  virtual Result<std::vector<uint64_t>> PlanShards(uint64_t n, const ShapeFn& shape) const = 0;
+  // The root only: records `run` (as ResumableWriter::BeginRun) or, when OUT holds an
+  // interrupted run (existing=resume), checks it against `run` and returns the shards already
+  // complete, encoded for BeginPart.
+  virtual Result<std::string> BeginJob(const nlohmann::json& run) = 0;
+  // This process writes shards [first, last) of `starts`, except those in `done` (BeginJob's
+  // answer); `part` numbers this process in the job. Returns the sample ranges to write, in
+  // order.
+  virtual Result<std::vector<std::pair<uint64_t, uint64_t>>> BeginPart(std::vector<uint64_t> starts,
+                                                                       uint64_t first,
+                                                                       uint64_t last,
+                                                                       const std::string& done,
+                                                                       int part) = 0;
+  // Ends this process's part: its shards (written or kept), encoded for CommitParts.
+  virtual Result<std::string> FinishPart() = 0;
+  // The root, after its own FinishPart: writes the dataset's index and metadata from every
+  // part (in part order) and commits it.
+  virtual Status CommitParts(const std::vector<std::string>& parts, LayoutSummary* summary) = 0;
 };
 
 // Creates OUT (if missing, PrepareOutputDir in formats/out_dir.h) and a writer for the layout of

@@ -38,6 +38,9 @@ enum class ExistingOutput {
 struct CommonWriterOptions {
   ExistingOutput existing = ExistingOutput::kRefuse;
   nlohmann::json creation_options = nlohmann::json::object();  // recorded in the metadata file
+  // A process of a partitioned write that is not its root (formats/layout.h, PartitionedWriter):
+  // OUT has been prepared and is locked by the root; write into it as it is.
+  bool join_job = false;
 };
 
 struct ShardingOptions : CommonWriterOptions {

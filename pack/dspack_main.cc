@@ -5,10 +5,12 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstring>
 #include <new>
 #include <thread>
 
 #include "datasets/synth.h"
+#include "mpi/world.h"
 #include "pack/inspect.h"
 #include "pack/packer.h"
 #include "src/cli_args.h"
@@ -35,9 +37,44 @@ constexpr ds::OptionName kFlags[] = {
     {"schema", "--schema"},
     {"field_map", "--field-map"},
     {"label_base", "--label-base"},
+    {"on_error=skip", "--on-error skip"},
 };
 
 constexpr std::string_view kTool = "dspack";
+
+// A partitioned convert's job (pack/partition.h) over the MPI world.
+class WorldJob : public ds::PackJob {
+ public:
+  explicit WorldJob(ds::mpi::World& w) : w_(w) {}
+  int rank() const override { return w_.rank(); }
+  int size() const override { return w_.size(); }
+  ds::Result<std::vector<std::string>> Gather(const std::string& mine,
+                                              std::string_view what) override {
+    return w_.Gather(mine, what);
+  }
+  ds::Result<std::vector<std::string>> AllGather(const std::string& mine,
+                                                 std::string_view what) override {
+    // Rank 0 gathers and broadcasts the lot as length-prefixed parts.
+    DS_ASSIGN_OR_RETURN(auto parts, w_.Gather(mine, what));
+    std::string all;
+    for (const auto& p : parts) {
+      uint64_t n = p.size();
+      all.append(reinterpret_cast<const char*>(&n), 8).append(p);
+    }
+    DS_RETURN_IF_ERROR(w_.BroadcastInPlace(&all, 0, what));
+    std::vector<std::string> out;
+    for (size_t at = 0; at + 8 <= all.size();) {
+      uint64_t n = 0;
+      std::memcpy(&n, all.data() + at, 8);
+      out.push_back(all.substr(at + 8, n));
+      at += 8 + n;
+    }
+    return out;
+  }
+
+ private:
+  ds::mpi::World& w_;
+};
 
 int Fail(const ds::Status& s) { return ds::Fail(kTool, s, kFlags); }
 
@@ -49,12 +86,14 @@ std::string ConvertSummary(const ds::ConvertOptions& o, const ds::ConvertReport&
                          : fmt::format("{} files into {} samples", r.files, r.samples);
   std::string s = fmt::format(
       "converted {} ({}) -> {} shards in {}\n"
-      "  {} {}/s, {} (scan {}), {} threads\n"
+      "  {} {}/s, {} (scan {}), {} threads{}\n"
       "  output: {} ({} written)",
       what, ds::FormatBytes(r.payload_bytes), r.shards, ds::FormatDuration(r.total_seconds),
       ds::FormatCount((r.from_dataset ? r.samples : r.files) / t),
       r.from_dataset ? "samples" : "files", ds::FormatRate(r.payload_bytes / t),
-      ds::FormatDuration(r.scan_seconds), o.threads, o.out, ds::FormatBytes(r.bytes_written));
+      ds::FormatDuration(r.scan_seconds), o.threads,
+      r.ranks > 1 ? fmt::format(" on each of {} ranks", r.ranks) : "", o.out,
+      ds::FormatBytes(r.bytes_written));
   if (r.classes) s += fmt::format(", {} classes", r.classes);
   if (r.schema != ds::SchemaKind::kRaw) s += fmt::format(", schema {}", ds::SchemaName(r.schema));
   if (r.ignored_entries)
@@ -85,9 +124,13 @@ int main(int argc, char** argv) try {
   bool dali_index = false, force = false, resume = false;
   uint64_t seed = 0;
   bool quiet = false, json = false;
+  double mpi_timeout = 3600;
   co.threads = 64;
   auto* conv = app.add_subcommand(
       "convert", "Pack a directory tree, an archive or a dataset into any dataset layout");
+  conv->footer(
+      "Under mpirun -n N: N processes pack a directory tree into one native dataset, each "
+      "writing a range of the shards; byte-identical to one process (docs/mpi.md).");
   conv->add_option("SRC", co.src,
                    "Source: directory tree, .zip/.tar/.tar.gz/.tgz/.tar.zst/.tar.xz archive, or "
                    "a dataset (native, lmdb, wds, tfrecord, recordio)")
@@ -143,6 +186,10 @@ int main(int argc, char** argv) try {
                  "Finish an interrupted convert into OUT (same SRC and options)")
       ->excludes(force_opt);
   conv->add_flag("-q,--quiet", quiet, "No progress bar, no summary");
+  conv->add_option("--mpi-timeout", mpi_timeout,
+                   "Under mpirun: seconds a rank waits for the others (its part of the shards "
+                   "written, a gather) before it aborts the job")
+      ->capture_default_str();
   conv->add_flag("--json", json, "Print the summary as JSON");
 
   // inspection
@@ -212,9 +259,27 @@ int main(int argc, char** argv) try {
     co.on_error = on_error == "skip" ? ds::OnError::kSkip : ds::OnError::kFail;
     co.format = *ds::ParseFormat(format);
     co.progress = !quiet && !json;
+    // Under a launcher (mpirun, srun) with several ranks the convert is partitioned: every rank
+    // writes some shards and rank 0 commits (docs/mpi.md#partitioned-packing). Only rank 0
+    // prints; every rank exits with the job's code.
+    std::unique_ptr<ds::mpi::World> world;
+    std::unique_ptr<WorldJob> job;
+    if (!ds::mpi::LauncherEnv().empty()) {
+      auto started = ds::mpi::World::Start(&argc, &argv);
+      if (!started.ok()) return Fail(started.status());
+      world = std::move(*started);
+      world->set_tool(std::string(kTool));
+      world->set_json_errors(json);
+      world->set_timeout(mpi_timeout);
+      if (world->size() > 1) {
+        job = std::make_unique<WorldJob>(*world);
+        co.job = job.get();
+        if (world->rank() != 0) quiet = true, json = false, co.progress = false;
+      }
+    }
     ds::ConvertReport report;
     ds::Status s = ds::Convert(co, &report);
-    if (!s.ok()) return Fail(s);
+    if (!s.ok()) return job && world->rank() != 0 ? ds::ExitCode(s) : Fail(s);
     if (report.already_complete) {
       if (!quiet)
         std::printf("%s already holds the finished dataset; nothing to resume\n", co.out.c_str());

@@ -12,6 +12,9 @@
 // Memory is bounded by 4 x threads x kInlineLimit plus the compact file list, whatever the data
 // size.
 //
+// Partitioned (`mpirun -n N dspack convert`, pack/partition.h): every process writes a range of
+// the planned shards and rank 0 commits; the output is byte-identical to this one-process run.
+//
 // Resume: `--resume` continues an interrupted run from its last shard checkpoint (see
 // DatasetWriter); the output is byte-identical to an uninterrupted run.
 // Errors: under OnError::kFail the first bad input stops the run, the writer is abandoned and
@@ -26,6 +29,7 @@
 #include <vector>
 
 #include "formats/layout.h"
+#include "pack/partition.h"
 #include "src/status.h"
 
 namespace ds {
@@ -57,6 +61,10 @@ struct ConvertOptions {
   // SRC and options; layouts whose writer is resumable).
   ExistingOutput existing = ExistingOutput::kRefuse;
   bool progress = false;  // draw a progress bar (only if stderr is a terminal)
+  // The job this process is one of (`mpirun dspack convert`, pack/partition.h), or null. With
+  // more than one process the convert is partitioned: every process must call Convert with the
+  // same options and its own job.
+  PackJob* job = nullptr;
 };
 
 inline constexpr uint64_t kInlineLimit = 1 << 20;
@@ -74,6 +82,7 @@ struct ConvertReport {
   uint64_t ignored_entries = 0;          // archive directories, links, special entries (by policy)
   uint64_t resumed_at = 0;               // source sample the run continued from (0: fresh run)
   bool already_complete = false;         // --resume on a finished dataset: nothing was done
+  int ranks = 1;                         // processes that wrote it (a partitioned convert)
   double scan_seconds = 0;
   double total_seconds = 0;
   std::vector<std::string> skipped_examples;  // first few "path: error"

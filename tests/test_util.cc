@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 
@@ -25,6 +26,14 @@ void WriteFile(const std::string& path, const std::string& data) {
   std::ofstream f(path, std::ios::binary);
   f.write(data.data(), static_cast<std::streamsize>(data.size()));
   if (!f) throw std::runtime_error("cannot write " + path);
+}
+
+std::string DirBytes(const std::string& dir) {
+  std::set<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) names.insert(e.path().filename());
+  std::string all;
+  for (const auto& n : names) all += n + "\n" + ReadFile(dir + "/" + n);
+  return all;
 }
 
 std::string ReadFile(const std::string& path) {

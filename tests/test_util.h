@@ -24,6 +24,9 @@ class TempDir {
 // Writes data to path, creating parent directories.
 void WriteFile(const std::string& path, const std::string& data);
 std::string ReadFile(const std::string& path);
+// Every file of dir (not recursive) as "name\n" + its bytes, in name order: two directories
+// compare equal when they hold byte-identical files under the same names.
+std::string DirBytes(const std::string& dir);
 
 // The step of the [exhaustive] byte-flip loops: they visit offsets 0, k, 2k, ... and always the
 // last byte. k is $DSPACK_EXHAUSTIVE_STRIDE (default 1: every byte). The sanitizer pass of

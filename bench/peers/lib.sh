@@ -4,9 +4,9 @@
 #   and BYTES. drop: empties the page cache (root). run NAME CMD...: times CMD (after a sync, so
 #   no writeback from the previous run is pending) and appends "NAME seconds max_rss_kb" to
 #   $results. The Python side reads that file with bench/peers/runs.py.
-# slowfs_mount DIR MNT LATENCY: serves DIR at MNT through the slow file system (`dsbench slowfs
-#   --meta-latency LATENCY`, e.g. 1ms; needs DSBENCH and FUSE) in the background and waits for
-#   the mount. slowfs_umount stops it (dsbench unmounts on SIGINT); scripts call it on EXIT.
+# slowfs_mount DIR MNT LATENCY [ARGS...]: serves DIR at MNT through the slow file system
+#   (`dsbench slowfs --meta-latency LATENCY ARGS`, e.g. 1ms --read-latency 1ms; needs DSBENCH and
+#   FUSE) in the background and waits for the mount. slowfs_umount stops it (dsbench unmounts on SIGINT); scripts call it on EXIT.
 bench_tree() {
   mkdir -p "$W"
   SRC="$W/imagenet-$N"
@@ -27,10 +27,11 @@ run() {
 }
 slowfs_mount() {
   mkdir -p "$2"
-  "$DSBENCH" slowfs "$1" "$2" --meta-latency "$3" > "$W/slowfs.log" 2>&1 &
+  local src=$1 mnt=$2 latency=$3; shift 3
+  "$DSBENCH" slowfs "$src" "$mnt" --meta-latency "$latency" "$@" > "$W/slowfs.log" 2>&1 &
   SLOWFS_PID=$!
-  for _ in $(seq 200); do mountpoint -q "$2" && return 0; sleep 0.05; done
-  cat "$W/slowfs.log" >&2; slowfs_umount; echo "slowfs: $2 not mounted" >&2; exit 1
+  for _ in $(seq 200); do mountpoint -q "$mnt" && return 0; sleep 0.05; done
+  cat "$W/slowfs.log" >&2; slowfs_umount; echo "slowfs: $mnt not mounted" >&2; exit 1
 }
 slowfs_umount() {
   [ -n "${SLOWFS_PID:-}" ] || return 0

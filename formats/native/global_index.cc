@@ -14,13 +14,18 @@ namespace ds::native {
 
 Status GlobalIndexBuilder::Add(uint32_t shard, uint64_t offset, uint64_t length,
                                std::string_view key) {
+  return AddHashed(shard, offset, length, Xxh3_64(key));
+}
+
+Status GlobalIndexBuilder::AddHashed(uint32_t shard, uint64_t offset, uint64_t length,
+                                     uint64_t key_hash) {
   if (shard >= (1u << kShardBits) || length >= (1ull << kLengthBits)) {
     return Status(Code::kInvalidArgument,
                   fmt::format("global index limit: shard {} / record length {} exceed 2^24 shards "
                               "or 2^40-byte records",
                               shard, length));
   }
-  keys_.emplace_back(Xxh3_64(key), size());
+  keys_.emplace_back(key_hash, size());
   entries_.push_back(offset);
   entries_.push_back(static_cast<uint64_t>(shard) << kLengthBits | length);
   return Status::Ok();

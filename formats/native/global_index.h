@@ -41,6 +41,8 @@ class GlobalIndexBuilder {
  public:
   // REQUIRES: shard < 2^24, length < 2^40 (enforced: returns kInvalidArgument).
   Status Add(uint32_t shard, uint64_t offset, uint64_t length, std::string_view key);
+  // The same with the key's XXH3-64 given (a partitioned write's parts carry hashes, not keys).
+  Status AddHashed(uint32_t shard, uint64_t offset, uint64_t length, uint64_t key_hash);
   uint64_t size() const { return entries_.size() / 2; }
   // Avoids the 2x transient of vector growth when the count is known up front.
   void Reserve(uint64_t samples) {

@@ -15,6 +15,11 @@
 // source position to continue from; the finished dataset is byte-identical to an uninterrupted
 // run. The caller reports its position with SetSourcePosition(i) before each source item.
 //
+// Partitioned (formats/layout.h, PartitionedWriter; native_part_writer.cc): the processes of a
+// job each write a contiguous range of the planned shards and journal them in their own
+// OUT/.dspack-journal.<part>; the root commits. A resumed job (any number of processes) keeps
+// every journaled shard that is in place and matches the plan, whichever process wrote it.
+//
 // Dataset opens a finished dataset for reading: the manifest, the memory-mapped global index,
 // and shard files opened lazily. Get/Head/Find are thread-safe.
 #pragma once
@@ -23,6 +28,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -41,7 +47,15 @@ namespace ds::native {
 
 using DatasetSummary = LayoutSummary;
 
-class DatasetWriter : public LayoutWriter, public ResumableWriter {
+// The shard roll rule: a record of `len` bytes starts a new shard when the shard holds records
+// and would then pass shard_size (with its index and footer). next_offset is where it would
+// start (ShardWriter::next_offset).
+inline bool ShardIsFull(uint64_t next_offset, uint64_t records, uint64_t len, uint64_t shard_size) {
+  return records > 0 &&
+         next_offset + len + (records + 1) * kIndexEntrySize + kFooterSize > shard_size;
+}
+
+class DatasetWriter : public LayoutWriter, public ResumableWriter, public PartitionedWriter {
  public:
   // Creates OUT (if missing). Refuses an OUT holding a dataset unless options.force, and an OUT
   // holding anything else (kAlreadyExists, message says what to do).
@@ -51,6 +65,7 @@ class DatasetWriter : public LayoutWriter, public ResumableWriter {
                                                        const NativeOptions& options);
   ~DatasetWriter() override;
   ResumableWriter* resumable() override { return this; }
+  PartitionedWriter* partitioned() override { return this; }
   bool already_complete() const override { return already_complete_; }
 
   // Fresh run: records `run` (must include everything that determines the output) for resume.
@@ -82,12 +97,32 @@ class DatasetWriter : public LayoutWriter, public ResumableWriter {
   Status Finish(DatasetSummary* summary) override;
   void Abandon() override;
 
+  // PartitionedWriter (native_part_writer.cc).
+  Result<std::vector<uint64_t>> PlanShards(uint64_t n, const ShapeFn& shape) const override;
+  Result<std::string> BeginJob(const nlohmann::json& run) override;
+  Result<std::vector<std::pair<uint64_t, uint64_t>>> BeginPart(std::vector<uint64_t> starts,
+                                                               uint64_t first, uint64_t last,
+                                                               const std::string& done,
+                                                               int part) override;
+  Result<std::string> FinishPart() override;
+  Status CommitParts(const std::vector<std::string>& parts, LayoutSummary* summary) override;
+
  private:
+  struct Part;  // a partitioned write's state (native_part_writer.cc)
+
   DatasetWriter(std::string out, NativeOptions options, bool created_dir);
   Status FinishShard();
-  Status OpenShard();
+  // Opens shard number n, whose first sample is `first` (sequential: the next of each).
+  Status OpenShard(uint64_t n, uint64_t first);
+  Status OpenShard() { return OpenShard(manifest_.shards.size(), index_.size()); }
   Status Checkpoint(const FileMeta& shard);
   Status Fail(Status s);
+  // Partitioned: finishes the shard in progress at a planned start, opens the one `len` begins.
+  Status PartRoll(uint64_t len);
+  void PartRecord(const IndexEntry& e);
+  void PartShardDone(const FileMeta& meta);
+  // Writes index.dsi, classes.txt and, last, manifest.json from manifest_.shards and index_.
+  Status Commit(DatasetSummary* summary);
 
   std::string out_;
   NativeOptions options_;
@@ -95,6 +130,10 @@ class DatasetWriter : public LayoutWriter, public ResumableWriter {
   bool resuming_;
   OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
   std::unique_ptr<ShardWriter> shard_;
+  uint64_t shard_no_ = 0, shard_first_ = 0;  // the open shard's number and first sample
+  std::string journal_;                      // this writer's journal: OUT/.dspack-journal[.<part>]
+  std::unique_ptr<Part> part_;
+  bool part_finished_ = false;  // FinishPart returned: the part's files stay until Abandon
   std::string pending_key_;
   uint64_t pending_payload_ = 0;
   Manifest manifest_;
@@ -110,6 +149,19 @@ class DatasetWriter : public LayoutWriter, public ResumableWriter {
   bool run_recorded_ = false;
   uint64_t source_pos_ = 0;
   uint64_t restored_skipped_ = 0;
+};
+
+// A partitioned write's state (native_part_writer.cc).
+struct DatasetWriter::Part {
+  std::vector<uint64_t> starts;
+  uint64_t first = 0, last = 0;
+  struct Shard {
+    FileMeta meta;
+    uint64_t payload = 0;
+    std::string entries;  // per record: offset, length, key hash (LE u64 each)
+  };
+  std::map<uint64_t, Shard> shards;  // by number: the kept ones and each one finished
+  Shard current;                     // the shard being written
 };
 
 class Dataset {

@@ -10,6 +10,7 @@
 #include <system_error>
 
 #include "formats/native/native_dataset.h"
+#include "formats/native/native_run.h"
 #include "formats/out_dir.h"
 #include "src/checksum.h"
 #include "src/human.h"
@@ -18,34 +19,9 @@ namespace ds::native {
 
 using nlohmann::json;
 
-namespace {
-
-constexpr const char* kRunName = ".dspack-run.json";
-constexpr const char* kJournalName = ".dspack-journal";
-
-Result<std::vector<std::string>> ListDir(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return Status::FromErrno(errno, dir);
-  std::vector<std::string> names;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(std::move(n));
-  }
-  ::closedir(d);
-  return names;
-}
-
-json MetaJson(const FileMeta& m) {
-  return {{"name", m.name},
-          {"size", m.size},
-          {"xxh3", m.xxh3},
-          {"samples", m.samples},
-          {"first_sample", m.first_sample}};
-}
-
-}  // namespace
-
 bool IsDatasetFile(std::string_view name) {
+  // A partitioned write's journals: .dspack-journal.<part> (native_part_writer.cc).
+  if (name.rfind(std::string(kJournalName) + ".", 0) == 0) return true;
   return MatchesLayoutFile(name, {kManifestName, kIndexName, kClassesName, kRunName, kJournalName},
                            {".dsr"});
 }
@@ -54,15 +30,30 @@ DatasetWriter::DatasetWriter(std::string out, NativeOptions options, bool create
     : out_(std::move(out)),
       options_(std::move(options)),
       created_dir_(created_dir),
-      resuming_(options_.existing == ExistingOutput::kResume) {}
+      resuming_(options_.existing == ExistingOutput::kResume),
+      journal_(out_ + "/" + kJournalName) {}
 
 DatasetWriter::~DatasetWriter() {
-  if (!done_) Abandon();
+  if (!done_ && !part_finished_) Abandon();
 }
 
 Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& out,
                                                              const NativeOptions& options) {
   DS_RETURN_IF_ERROR(options.Validate());
+  if (options.join_job) {
+    // OUT is the job's root's to prepare and lock; this process only adds its shards.
+    struct stat st;
+    if (::stat(out.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+      return Status(Code::kIOError, out +
+                                        ": not a directory here, though the job's first "
+                                        "process made it; OUT must be on storage every "
+                                        "process of the job sees");
+    }
+    std::unique_ptr<DatasetWriter> w(new DatasetWriter(out, options, false));
+    w->manifest_.align = options.align;
+    w->manifest_.shard_size = options.shard_size;
+    return w;
+  }
   const OutDirSpec spec{"native", kManifestName, IsDatasetFile, /*can_resume=*/true};
   DS_ASSIGN_OR_RETURN(OutDirState dir, PrepareOutputDir(out, spec, options.existing));
   bool created = dir.created, has_manifest = dir.had_commit_point;
@@ -106,12 +97,13 @@ Status DatasetWriter::Fail(Status s) {
   return s;
 }
 
-Status DatasetWriter::OpenShard() {
-  uint64_t n = manifest_.shards.size();
+Status DatasetWriter::OpenShard(uint64_t n, uint64_t first) {
   auto shard = ShardWriter::Create(out_ + "/" + ShardName(n) + ".tmp",
-                                   ShardHeader{kFormatVersion, options_.align, n, index_.size()});
+                                   ShardHeader{kFormatVersion, options_.align, n, first});
   if (!shard.ok()) return Fail(shard.status());
   shard_ = std::move(shard).value();
+  shard_no_ = n;
+  shard_first_ = first;
   return Status::Ok();
 }
 
@@ -129,7 +121,7 @@ Status DatasetWriter::Checkpoint(const FileMeta& shard) {
                {"payload_bytes", payload_bytes_},
                {"skipped", skipped_}};
   std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-  std::string path = out_ + "/" + kJournalName;
+  const std::string& path = journal_;
   DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_WRONLY | O_CREAT | O_APPEND, 0644));
   DS_RETURN_IF_ERROR(WriteFull(fd.get(), text.data(), text.size(), path));
   if (::fsync(fd.get()) != 0) return Status::FromErrno(errno, path + ": fsync");
@@ -138,51 +130,12 @@ Status DatasetWriter::Checkpoint(const FileMeta& shard) {
 }
 
 Result<uint64_t> DatasetWriter::ResumeRun(const json& run) {
-  auto recorded = ReadWholeFile(out_ + "/" + kRunName);
-  bool have_run = recorded.ok();
-  if (have_run) {
-    json old;
-    try {
-      old = json::parse(*recorded);
-    } catch (const std::exception&) {
-      have_run = false;  // torn write of the run file itself: nothing was checkpointed yet
-    }
-    if (have_run && old != run) {
-      std::string what = old.value("options", json()) != run.value("options", json())
-                             ? "the options differ"
-                             : "the source changed (its file list differs)";
-      return Status(Code::kInvalidArgument,
-                    fmt::format("{}: cannot resume: {} from the interrupted run; rerun with the "
-                                "same SRC and options, or pass `existing=replace` to start over",
-                                out_, what));
-    }
-  }
+  DS_ASSIGN_OR_RETURN(bool have_run, CheckRunRecord(out_, run));
   // The last complete checkpoint whose shard is in place wins; a torn last line is ignored.
   std::vector<json> checkpoints;
-  if (have_run) {
-    auto journal = ReadWholeFile(out_ + "/" + kJournalName);
-    if (journal.ok()) {
-      size_t pos = 0;
-      while (pos < journal->size()) {
-        size_t nl = journal->find('\n', pos);
-        if (nl == std::string::npos) break;
-        try {
-          checkpoints.push_back(json::parse(journal->substr(pos, nl - pos)));
-        } catch (const std::exception&) {
-          break;
-        }
-        pos = nl + 1;
-      }
-    }
-  }
+  if (have_run) checkpoints = ReadJournal(journal_);
   while (!checkpoints.empty()) {
-    const json& c = checkpoints.back();
-    std::string name = c["shard"]["name"].get<std::string>();
-    struct stat st;
-    if (::stat((out_ + "/" + name).c_str(), &st) == 0 &&
-        static_cast<uint64_t>(st.st_size) == c["shard"]["size"].get<uint64_t>()) {
-      break;
-    }
+    if (ShardInPlace(out_, MetaFromJson(checkpoints.back()["shard"]))) break;
     checkpoints.pop_back();
   }
   // Keep checkpointed shards; remove everything else that is not the run record.
@@ -209,19 +162,16 @@ Result<uint64_t> DatasetWriter::ResumeRun(const json& run) {
   run_recorded_ = true;
   // Rebuild the global index from the kept shards' own indexes and record heads.
   for (size_t i = 0; i < checkpoints.size(); i++) {
-    const json& c = checkpoints[i]["shard"];
-    FileMeta meta{c["name"], c["size"], c["samples"], c["first_sample"], c["xxh3"]};
-    DS_ASSIGN_OR_RETURN(ShardReader r, ShardReader::Open(out_ + "/" + meta.name, meta.name));
-    if (r.record_count() != meta.samples || r.header().first_sample != index_.size()) {
+    FileMeta meta = MetaFromJson(checkpoints[i]["shard"]);
+    if (meta.first_sample != index_.size()) {
       return Status(Code::kCorruption, fmt::format("{}: does not match its checkpoint; use "
                                                    "`existing=replace` to start over",
                                                    meta.name));
     }
-    for (uint64_t k = 0; k < r.record_count(); k++) {
-      DS_ASSIGN_OR_RETURN(RecordHead h, r.ReadHead(k));
-      DS_RETURN_IF_ERROR(
-          index_.Add(static_cast<uint32_t>(i), r.index()[k].offset, r.index()[k].length, h.key));
-    }
+    DS_RETURN_IF_ERROR(
+        ReadShardRecords(out_, meta, [&](uint64_t offset, uint64_t length, const RecordHead& h) {
+          return index_.Add(static_cast<uint32_t>(i), offset, length, h.key);
+        }));
     manifest_.shards.push_back(meta);
     bytes_written_ += meta.size;
   }
@@ -239,7 +189,7 @@ Result<uint64_t> DatasetWriter::ResumeRun(const json& run) {
 }
 
 Status DatasetWriter::FinishShard() {
-  uint64_t n = manifest_.shards.size();
+  uint64_t n = shard_no_;
   std::string tmp = out_ + "/" + ShardName(n) + ".tmp";
   std::string final_name = out_ + "/" + ShardName(n);
   ShardSummary sum;
@@ -255,9 +205,13 @@ Status DatasetWriter::FinishShard() {
   meta.name = ShardName(n);
   meta.size = sum.size;
   meta.samples = sum.records;
-  meta.first_sample = index_.size() - sum.records;
+  meta.first_sample = shard_first_;
   meta.xxh3 = sum.xxh3;
-  manifest_.shards.push_back(meta);
+  if (part_) {
+    PartShardDone(meta);
+  } else {
+    manifest_.shards.push_back(meta);
+  }
   bytes_written_ += sum.size;
   return Fail(Checkpoint(meta));
 }
@@ -266,9 +220,9 @@ Status DatasetWriter::BeginSample(std::string_view key, std::span<const FieldInf
   DS_RETURN_IF_ERROR(status_);
   DS_RETURN_IF_ERROR(CheckRecordShape(key, fields));
   uint64_t len = RecordLength(key, fields);
-  uint64_t projected =
-      shard_->next_offset() + len + (shard_->records() + 1) * kIndexEntrySize + kFooterSize;
-  if (shard_->records() > 0 && projected > options_.shard_size) {
+  if (part_) {
+    DS_RETURN_IF_ERROR(PartRoll(len));
+  } else if (ShardIsFull(shard_->next_offset(), shard_->records(), len, options_.shard_size)) {
     DS_RETURN_IF_ERROR(FinishShard());
     DS_RETURN_IF_ERROR(OpenShard());
   }
@@ -287,6 +241,10 @@ Status DatasetWriter::EndSample() {
   DS_RETURN_IF_ERROR(status_);
   DS_RETURN_IF_ERROR(Fail(shard_->EndRecord()));
   const IndexEntry& e = shard_->index().back();
+  if (part_) {
+    PartRecord(e);
+    return Status::Ok();
+  }
   DS_RETURN_IF_ERROR(Fail(index_.Add(static_cast<uint32_t>(manifest_.shards.size()), e.offset,
                                      e.length, pending_key_)));
   payload_bytes_ += pending_payload_;
@@ -317,6 +275,10 @@ Status DatasetWriter::Finish(DatasetSummary* summary) {
   } else {
     DS_RETURN_IF_ERROR(FinishShard());
   }
+  return Commit(summary);
+}
+
+Status DatasetWriter::Commit(DatasetSummary* summary) {
   std::string idx_tmp = out_ + "/" + kIndexName + ".tmp";
   FileMeta& im = manifest_.index;
   im.name = kIndexName;
@@ -344,8 +306,12 @@ Status DatasetWriter::Finish(DatasetSummary* summary) {
   created_.push_back(out_ + "/" + kManifestName);
   DS_RETURN_IF_ERROR(Fail(WriteFileAtomic(out_ + "/" + kManifestName, manifest_.ToJson())));
   done_ = true;
-  // The dataset is committed; the run record is no longer needed.
-  ::unlink((out_ + "/" + kJournalName).c_str());
+  // The dataset is committed; the run record and every journal are no longer needed.
+  if (auto names = ListDir(out_); names.ok()) {
+    for (const auto& n : *names) {
+      if (n.rfind(kJournalName, 0) == 0) ::unlink((out_ + "/" + n).c_str());
+    }
+  }
   ::unlink((out_ + "/" + kRunName).c_str());
   out_lock_ = OwnedFd();  // committed: readers may open it now
   if (summary) {

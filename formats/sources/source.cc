@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <array>
 #include <cstring>
@@ -42,6 +43,18 @@ std::unique_ptr<LoadedSample> DirSource::Load(uint64_t i) {
     l->files.push_back(std::move(in).value());
   }
   return l;
+}
+
+Result<uint64_t> DirSource::FileSize(uint64_t file) const {
+  std::string path(tree_.path(file));
+  struct stat st;
+  if (::fstatat(root_.get(), path.c_str(), &st, 0) != 0) {
+    return Status::FromErrno(errno, tree_.root() + "/" + path, Code::kBadInput);
+  }
+  if (!S_ISREG(st.st_mode)) {
+    return Status(Code::kBadInput, tree_.root() + "/" + path + ": not a regular file");
+  }
+  return static_cast<uint64_t>(st.st_size);
 }
 
 static Status BuildTree(const std::string& what, uint64_t samples,

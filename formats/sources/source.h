@@ -15,8 +15,8 @@
 #include <string>
 #include <vector>
 
-#include "formats/sources/dir_source.h"
 #include "formats/layout.h"
+#include "formats/sources/dir_source.h"
 #include "src/status.h"
 
 namespace ds {
@@ -41,6 +41,12 @@ class SampleSource {
   // Labels the source already carries (a native dataset made with --label-from-dir): the label
   // field name and the class names; empty field when none.
   virtual std::pair<std::string, std::vector<std::string>> labels() const { return {}; }
+  // The size of tree() file `file` now, without reading it (a partitioned convert plans its
+  // shards from these, docs/mpi.md#partitioned-packing); kUnsupported where a source cannot.
+  // Thread-safe where Load is.
+  virtual Result<uint64_t> FileSize(uint64_t /*file*/) const {
+    return Status(Code::kUnsupported, tree().root() + ": this source cannot size its files");
+  }
 };
 
 // A directory tree: FileTree::Scan + InputFile::Open, thread-safe Load.
@@ -53,6 +59,7 @@ class DirSource : public SampleSource {
   const FileTree& tree() const override { return tree_; }
   bool random_access() const override { return true; }
   std::unique_ptr<LoadedSample> Load(uint64_t i) override;
+  Result<uint64_t> FileSize(uint64_t file) const override;  // fstatat, as Load opens it
 
  private:
   FileTree tree_;

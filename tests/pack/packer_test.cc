@@ -30,14 +30,6 @@ ConvertOptions Opts(const std::string& src, const std::string& out) {
   return o;
 }
 
-std::string DirBytes(const std::string& dir) {
-  std::string all;
-  std::set<std::string> names;
-  for (const auto& e : std::filesystem::directory_iterator(dir)) names.insert(e.path().filename());
-  for (const auto& n : names) all += n + "\n" + test::ReadFile(dir + "/" + n);
-  return all;
-}
-
 }  // namespace
 
 TEST_CASE("output is byte-identical for any thread count", "[pack]") {
@@ -53,7 +45,7 @@ TEST_CASE("output is byte-identical for any thread count", "[pack]") {
     REQUIRE(Convert(o, &r).ok());
     CHECK(r.samples == 60);
     CHECK(r.files == 120);
-    std::string bytes = DirBytes(dir / ("out" + std::to_string(threads)));
+    std::string bytes = test::DirBytes(dir / ("out" + std::to_string(threads)));
     if (first.empty()) first = bytes;
     CHECK(bytes == first);
   }

@@ -1,0 +1,218 @@
+// The partitioned convert (pack/partition.h) in process: N threads stand for the N ranks of
+// `mpirun -n N dspack convert`, over a PackJob whose collectives meet at a barrier. The MPI wire
+// itself is tested end to end by tests/e2e/mpi_convert.sh; this test runs the same packer code
+// in the sanitizer builds, which are built without MPI.
+#include "pack/partition.h"
+
+#include <unistd.h>
+
+#include <catch2/catch.hpp>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "datasets/synth.h"
+#include "pack/packer.h"
+#include "test_util.h"
+
+using namespace ds;
+
+namespace {
+
+// Where the threads meet: every collective waits for all n, then each takes the slots' copy.
+struct Board {
+  explicit Board(int n) : n(n), slots(n) {}
+  int n;
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::string> slots, result;
+  int arrived = 0;
+  uint64_t generation = 0;
+  // Called by the last thread to arrive at each collective, before anyone leaves it.
+  std::function<void(std::string_view)> on_step;
+};
+
+class ThreadJob : public PackJob {
+ public:
+  ThreadJob(Board* b, int rank) : b_(b), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int size() const override { return b_->n; }
+  Result<std::vector<std::string>> AllGather(const std::string& mine,
+                                             std::string_view what) override {
+    std::unique_lock lock(b_->mu);
+    b_->slots[rank_] = mine;
+    uint64_t gen = b_->generation;
+    if (++b_->arrived == b_->n) {
+      if (b_->on_step) b_->on_step(what);
+      b_->result = b_->slots;
+      b_->arrived = 0;
+      b_->generation++;
+      b_->cv.notify_all();
+    } else {
+      b_->cv.wait(lock, [&] { return b_->generation != gen; });
+    }
+    return b_->result;
+  }
+  Result<std::vector<std::string>> Gather(const std::string& mine, std::string_view what) override {
+    DS_ASSIGN_OR_RETURN(auto all, AllGather(mine, what));
+    if (rank_ != 0) all.clear();
+    return all;
+  }
+
+ private:
+  Board* b_;
+  int rank_;
+};
+
+ConvertOptions Opts(const std::string& src, const std::string& out) {
+  ConvertOptions o;
+  o.src = src;
+  o.out = out;
+  o.layout.shard_size = 64 << 10;
+  o.layout.align = 4096;
+  o.label_from_dir = true;
+  o.shuffle_seed = 3;
+  o.threads = 2;
+  return o;
+}
+
+// Runs Convert on n threads, one PackJob each; returns every thread's status and report.
+std::vector<std::pair<Status, ConvertReport>> RunJob(const ConvertOptions& o, int n,
+                                                     Board* board = nullptr) {
+  Board own(n);
+  Board* b = board ? board : &own;
+  std::vector<std::pair<Status, ConvertReport>> out(n);
+  std::vector<ThreadJob> jobs;
+  for (int r = 0; r < n; r++) jobs.emplace_back(b, r);
+  std::vector<std::thread> ts;
+  for (int r = 0; r < n; r++) {
+    ts.emplace_back([&, r] {
+      ConvertOptions mine = o;
+      mine.job = &jobs[r];
+      out[r].first = Convert(mine, &out[r].second);
+    });
+  }
+  for (auto& t : ts) t.join();
+  return out;
+}
+
+std::string Synth(const test::TempDir& dir, uint64_t n) {
+  SynthOptions so{"imagenet-like", dir / "src", n, 7, 2};
+  SynthReport r;
+  REQUIRE(Synthesize(so, &r).ok());
+  return so.dir;
+}
+
+}  // namespace
+
+TEST_CASE("shard ranges are contiguous, cover every shard and split by bytes",
+          "[pack][partition]") {
+  CHECK(AssignShardRanges({10, 10, 10, 10}, 2) == std::vector<uint64_t>{0, 2, 4});
+  CHECK(AssignShardRanges({10, 10, 10, 10}, 1) == std::vector<uint64_t>{0, 4});
+  // By bytes, not by count: the big first shard is rank 0's alone.
+  CHECK(AssignShardRanges({30, 10, 10, 10}, 2) == std::vector<uint64_t>{0, 1, 4});
+  // More ranks than shards: the last ranks get empty ranges.
+  CHECK(AssignShardRanges({5, 5}, 4) == std::vector<uint64_t>{0, 1, 1, 2, 2});
+  CHECK(AssignShardRanges({}, 3) == std::vector<uint64_t>{0, 0, 0, 0});
+  // Byte totals past 2^64 / n do not overflow.
+  uint64_t big = uint64_t{1} << 62;
+  CHECK(AssignShardRanges({big, big, big, big}, 4) == std::vector<uint64_t>{0, 1, 2, 3, 4});
+  for (int n = 1; n <= 7; n++) {
+    std::vector<uint64_t> bytes;
+    for (int k = 0; k < 23; k++) bytes.push_back(1 + (k * 37) % 11);
+    auto first = AssignShardRanges(bytes, n);
+    REQUIRE(first.size() == static_cast<size_t>(n) + 1);
+    CHECK(first.front() == 0);
+    CHECK(first.back() == bytes.size());
+    for (int r = 0; r < n; r++) CHECK(first[r] <= first[r + 1]);
+  }
+}
+
+TEST_CASE("AgreeOnStatus: the lowest failed rank's status, prefixed, on every rank",
+          "[pack][partition]") {
+  Board b(3);
+  std::vector<Status> got(3);
+  std::vector<std::thread> ts;
+  for (int r = 0; r < 3; r++) {
+    ts.emplace_back([&, r] {
+      ThreadJob job(&b, r);
+      Status mine = r == 0 ? Status::Ok()
+                           : Status(r == 1 ? Code::kBadInput : Code::kIOError, "rank's own", 5);
+      got[r] = AgreeOnStatus(job, mine, "a step");
+    });
+  }
+  for (auto& t : ts) t.join();
+  for (const Status& s : got) {
+    CHECK(s.code() == Code::kBadInput);
+    CHECK(s.err() == 5);
+    CHECK(s.message() == "rank 1 of 3: rank's own");
+  }
+}
+
+TEST_CASE("a partitioned convert is byte-identical to one process for any rank count",
+          "[pack][partition]") {
+  test::TempDir dir;
+  std::string src = Synth(dir, 120);
+  ConvertReport one;
+  REQUIRE(Convert(Opts(src, dir / "ref"), &one).ok());
+  REQUIRE(one.shards > 4);
+  std::string ref = test::DirBytes(dir / "ref");
+  for (int n : {2, 3, static_cast<int>(one.shards) + 2}) {
+    std::string out = dir / ("out" + std::to_string(n));
+    auto res = RunJob(Opts(src, out), n);
+    for (const auto& [s, r] : res) {
+      INFO(n << " ranks: " << s.ToString());
+      REQUIRE(s.ok());
+      CHECK(r.ranks == n);
+    }
+    CHECK(res[0].second.samples == 120);
+    CHECK(res[0].second.shards == one.shards);
+    CHECK(test::DirBytes(out) == ref);
+  }
+}
+
+TEST_CASE("a file that changes size after the plan fails every rank and leaves nothing",
+          "[pack][partition]") {
+  test::TempDir dir;
+  std::string src = Synth(dir, 60);
+  std::string victim;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(src)) {
+    if (e.is_regular_file()) victim = e.path();
+  }
+  Board b(2);
+  // Once every rank has every size (the plan is fixed), the file grows.
+  bool grown = false;
+  b.on_step = [&](std::string_view what) {
+    if (what == "the sizes of SRC's files" && !grown) {
+      test::WriteFile(victim, test::ReadFile(victim) + "more");
+      grown = true;
+    }
+  };
+  std::string out = dir / "out";
+  auto res = RunJob(Opts(src, out), 2, &b);
+  for (const auto& [s, r] : res) {
+    CHECK(s.code() == Code::kBadInput);
+    CHECK_THAT(s.message(), Catch::Contains("changed size since the shards were planned"));
+    CHECK_THAT(s.message(), Catch::StartsWith("rank "));
+  }
+  CHECK(!std::filesystem::exists(out));
+}
+
+TEST_CASE("a partitioned convert refuses what does not partition, before any work",
+          "[pack][partition]") {
+  test::TempDir dir;
+  std::string src = Synth(dir, 10);
+  ConvertOptions wds = Opts(src, dir / "wds");
+  wds.format = Format::kWds;
+  ConvertOptions skip = Opts(src, dir / "skip");
+  skip.on_error = OnError::kSkip;
+  for (const ConvertOptions& o : {wds, skip}) {
+    for (const auto& [s, r] : RunJob(o, 2)) {
+      CHECK(s.code() == Code::kInvalidArgument);
+      CHECK(!std::filesystem::exists(o.out));
+    }
+  }
+}
