@@ -32,6 +32,17 @@ bool MatchesLayoutFile(std::string_view name, std::initializer_list<std::string_
                      [&](std::string_view ext) { return EndsWith(name, ext); });
 }
 
+Status CheckJoinedDir(const std::string& out) {
+  struct stat st;
+  if (::stat(out.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    return Status(Code::kIOError, out +
+                                      ": not a directory here, though the job's first process "
+                                      "made it; OUT must be on storage every process of the "
+                                      "job sees");
+  }
+  return Status::Ok();
+}
+
 Result<OutDirState> PrepareOutputDir(const std::string& out, const OutDirSpec& spec,
                                      ExistingOutput existing) {
   if (existing == ExistingOutput::kResume && !spec.can_resume) {

@@ -48,6 +48,11 @@ struct OutDirState {
 Result<OutDirState> PrepareOutputDir(const std::string& out, const OutDirSpec& spec,
                                      ExistingOutput existing);
 
+// For a process of a partitioned write that is not its root (CommonWriterOptions::join_job):
+// OUT, which the root prepared and holds the lock on, is a directory this process sees
+// (kIOError saying OUT must be on storage every process of the job sees).
+Status CheckJoinedDir(const std::string& out);
+
 // Whether name (after dropping a ".tmp" suffix) has one of these exact names, or is a shard:
 // "shard-" followed by anything ending in one of shard_exts.
 bool MatchesLayoutFile(std::string_view name, std::initializer_list<std::string_view> names,

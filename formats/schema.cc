@@ -128,7 +128,10 @@ std::string_view BaseName(std::string_view key) {
   return slash == std::string_view::npos ? key : key.substr(slash + 1);
 }
 
-class SchemaWriter : public LayoutWriter {
+// The writer under a schema. A partitioned write (formats/layout.h) goes through it too: its plan
+// maps every sample's shape as BeginSample does, and notes the stored names of all the job's
+// samples there, so the root's schema record is the one a single writer would make.
+class SchemaWriter : public LayoutWriter, public PartitionedWriter {
  public:
   SchemaWriter(std::unique_ptr<LayoutWriter> inner, Format format, Schema schema)
       : inner_(std::move(inner)), format_(format), schema_(std::move(schema)) {
@@ -208,13 +211,42 @@ class SchemaWriter : public LayoutWriter {
   uint64_t samples() const override { return inner_->samples(); }
   uint64_t payload_bytes() const override { return inner_->payload_bytes(); }
   Status Finish(LayoutSummary* summary) override {
-    for (const auto& [stored, source] : seen_) {
-      if (source && *source != stored) record_.source_names[stored] = *source;
-    }
-    inner_->SetSchema(record_);
+    RecordSourceNames();
     return inner_->Finish(summary);
   }
   void Abandon() override { inner_->Abandon(); }
+
+  PartitionedWriter* partitioned() override { return inner_->partitioned() ? this : nullptr; }
+  Result<std::vector<uint64_t>> PlanShards(uint64_t n, const ShapeFn& shape) const override {
+    Status bad;
+    std::vector<Mapped> mapped;
+    auto mapped_shape = [&](uint64_t i, std::string* key, std::vector<FieldInfo>* fields) {
+      std::vector<FieldInfo> source;
+      shape(i, key, &source);
+      Status s = Map(*key, source, &mapped);
+      if (!s.ok() && bad.ok()) bad = s;
+      for (const auto& m : mapped) fields->push_back(m.info);
+      for (size_t f = 0; s.ok() && f < source.size(); f++)
+        Note(mapped[f].info.name, mapped[f].source);
+    };
+    auto starts = inner_->partitioned()->PlanShards(n, mapped_shape);
+    DS_RETURN_IF_ERROR(bad);
+    return starts;
+  }
+  Result<std::string> BeginJob(const nlohmann::json& run) override {
+    return inner_->partitioned()->BeginJob(run);
+  }
+  Result<std::vector<std::pair<uint64_t, uint64_t>>> BeginPart(std::vector<uint64_t> starts,
+                                                               uint64_t first, uint64_t last,
+                                                               const std::string& done,
+                                                               int part) override {
+    return inner_->partitioned()->BeginPart(std::move(starts), first, last, done, part);
+  }
+  Result<std::string> FinishPart() override { return inner_->partitioned()->FinishPart(); }
+  Status CommitParts(const std::vector<std::string>& parts, LayoutSummary* summary) override {
+    RecordSourceNames();
+    return inner_->partitioned()->CommitParts(parts, summary);
+  }
 
  private:
   struct Mapped {
@@ -316,8 +348,15 @@ class SchemaWriter : public LayoutWriter {
                               names.empty() ? std::string("no data field") : "fields " + names));
   }
 
+  void RecordSourceNames() {
+    for (const auto& [stored, source] : seen_) {
+      if (source && *source != stored) record_.source_names[stored] = *source;
+    }
+    inner_->SetSchema(record_);
+  }
+
   // stored name -> its source name, or nullopt once two source names were stored under it.
-  void Note(const std::string& stored, const std::string& source) {
+  void Note(const std::string& stored, const std::string& source) const {
     auto [it, fresh] = seen_.emplace(stored, source);
     if (!fresh && it->second && *it->second != source) it->second.reset();
   }
@@ -331,7 +370,8 @@ class SchemaWriter : public LayoutWriter {
   std::vector<Mapped> mapped_;
   size_t source_fields_ = 0;
   uint64_t pos_ = 0;  // payload bytes of the sample passed on so far
-  std::map<std::string, std::optional<std::string>> seen_;
+  // Of the samples written, or of all the job's samples (PlanShards, which is const).
+  mutable std::map<std::string, std::optional<std::string>> seen_;
 };
 
 }  // namespace

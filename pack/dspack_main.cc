@@ -129,8 +129,9 @@ int main(int argc, char** argv) try {
   auto* conv = app.add_subcommand(
       "convert", "Pack a directory tree, an archive or a dataset into any dataset layout");
   conv->footer(
-      "Under mpirun -n N: N processes pack a directory tree into one native dataset, each "
-      "writing a range of the shards; byte-identical to one process (docs/mpi.md).");
+      "Under mpirun -n N: N processes pack a directory tree into one dataset (native, wds, "
+      "tfrecord, recordio), each writing a range of the shards; byte-identical to one process "
+      "(docs/mpi.md).");
   conv->add_option("SRC", co.src,
                    "Source: directory tree, .zip/.tar/.tar.gz/.tgz/.tar.zst/.tar.xz archive, or "
                    "a dataset (native, lmdb, wds, tfrecord, recordio)")

@@ -341,7 +341,7 @@ Status Packer::PrepareSamples() {
     writer_->SetClasses(labels_.names, "cls");
     r_->classes = labels_.names.size();
   }
-  if (!parted_) writer_->ReserveSamples(tree.sample_count());  // a part: CommitParts does
+  if (!(o_.job && o_.job->size() > 1)) writer_->ReserveSamples(tree.sample_count());  // not a part
   if (o_.shuffle_seed) perm_ = ShufflePermutation(tree.sample_count(), *o_.shuffle_seed);
   return Status::Ok();
 }

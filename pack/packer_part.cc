@@ -27,12 +27,11 @@ Status Packer::PartCheck() const {
                       "archive is read in one order and a dataset through its own index, "
                       "so convert it with one process");
   }
-  if (o_.format != Format::kNative) {
+  if (o_.format == Format::kLmdb) {
     return Status(Code::kInvalidArgument,
-                  fmt::format("a partitioned convert (several ranks) writes the native layout; "
-                              "for {}, convert with one process, or convert the native result "
-                              "to {} afterwards",
-                              FormatName(o_.format), FormatName(o_.format)));
+                  "a partitioned convert (several ranks) writes shards, and an LMDB is one "
+                  "B-tree file that one process writes; convert with one process, or write the "
+                  "native, wds, tfrecord or recordio `format` with several");
   }
   if (o_.on_error == OnError::kSkip) {
     return Status(Code::kInvalidArgument,
@@ -52,10 +51,11 @@ Status Packer::PartCreateWriter() {
       },
       wopt_);
   DS_ASSIGN_OR_RETURN(writer_, CreateLayoutWriter(o_.out, wopt_));
-  resumable_ = writer_->resumable();
-  parted_ = writer_->partitioned();
-  if (!resumable_ || !parted_) {
-    return Status(Code::kInternal, "the native writer cannot be partitioned (a bug in dspack)");
+  resumable_ = writer_->resumable();  // native only: interop layouts refuse existing=resume
+  if (!writer_->partitioned()) {
+    return Status(Code::kInternal, fmt::format("the {} writer cannot be partitioned (a bug in "
+                                               "dspack)",
+                                               FormatName(o_.format)));
   }
   return Status::Ok();
 }
@@ -102,7 +102,7 @@ Status Packer::RunPartitioned(Clock::time_point t0) {
   Status s = AgreeOnStatus(job, root ? PartCreateWriter() : Status::Ok(), "rank 0 preparing OUT");
   if (s.ok()) s = AgreeOnStatus(job, root ? Status::Ok() : PartCreateWriter(), "joining OUT");
   if (!s.ok()) return failed(s);
-  bool complete = root && resumable_->already_complete();
+  bool complete = root && resumable_ && resumable_->already_complete();
   DS_ASSIGN_OR_RETURN(std::string finished, FromRoot(job, complete ? "yes" : "", "a resume"));
   if (finished == "yes") {
     r_->already_complete = true;
@@ -128,6 +128,7 @@ Status Packer::RunPartitioned(Clock::time_point t0) {
 
   // The same labels, order and sizes on every rank, hence the same plan.
   s = PrepareSamples();
+  parted_ = writer_->partitioned();  // under the schema, which maps the shapes of the plan
   for (uint64_t i = 0; s.ok() && o_.label_from_dir && i < tree.sample_count(); i++) {
     s = labels_.Of(tree.key(i)).status().Prefixed(o_.src);
   }

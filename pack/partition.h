@@ -9,7 +9,8 @@
 // The output is byte-identical to a one-process convert for any N; `--resume` continues after
 // any process was killed, with any N.
 //
-// What partitions: a directory-tree SRC into the native layout, under --on-error fail (a skip
+// What partitions: a directory-tree SRC into a layout whose writer is a PartitionedWriter
+// (native, wds, tfrecord, recordio; not LMDB's one file), under --on-error fail (a skip
 // would move every later shard boundary of the one-process output). Anything else is refused
 // (kInvalidArgument) before any work.
 //

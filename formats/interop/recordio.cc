@@ -61,7 +61,9 @@ class Writer : public ShardedWriter {
       : ShardedWriter(Format::kRecordio, std::move(out), o, created, ".rec") {}
 
  private:
-  uint64_t EstimateSize(std::string_view, std::span<const FieldInfo> fields) const override {
+  // A record per field (the label's too, which is at most that), framed and padded; a record
+  // whose bytes hold the magic number is split and a little longer, which only the bytes show.
+  uint64_t PlannedSize(std::string_view, std::span<const FieldInfo> fields) const override {
     uint64_t n = 0;
     for (const auto& f : fields) n += 8 + kIRHeaderSize + AlignUp(f.size, 4);
     return n;

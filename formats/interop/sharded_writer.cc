@@ -42,8 +42,18 @@ Status ShardedWriter::WriteZeros(uint64_t n) {
   return Status::Ok();
 }
 
+bool ShardedWriter::RollsBefore(uint64_t fill, uint64_t samples, uint64_t next) const {
+  return samples > 0 && fill + next + TrailerSize(samples + 1) > options_.shard_size;
+}
+
 Status ShardedWriter::OpenShard() {
-  shard_name_ = fmt::format("shard-{:06d}{}", meta_.shards.size(), ext_);
+  // A part's shards are numbered as in the plan: this part's first, then on.
+  uint64_t number = (part_ ? part_->first : 0) + meta_.shards.size();
+  if (part_ && (number >= part_->last || part_->starts[number] != samples_)) {
+    return Broken(
+        fmt::format("sample {} would start shard {}, which the plan does not", samples_, number));
+  }
+  shard_name_ = fmt::format("shard-{:06d}{}", number, ext_);
   shard_tmp_ = out_ + "/" + shard_name_ + ".tmp";
   DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(shard_tmp_, O_RDWR | O_CREAT | O_TRUNC, 0644));
   shard_ = std::make_unique<FileWriter>(std::move(fd), shard_tmp_);
@@ -51,6 +61,7 @@ Status ShardedWriter::OpenShard() {
   // alone); where the file system refuses it, buffered with early writeback.
   if (!shard_->EnableDirect()) shard_->EnableWriteback();
   hash_.Reset();
+  fill_ = 0;
   shard_samples_ = 0;
   shard_first_ = samples_;
   ShardBegin();
@@ -92,14 +103,21 @@ Status ShardedWriter::CloseShard() {
 
 Status ShardedWriter::BeginSample(std::string_view key, std::span<const FieldInfo> fields) {
   DS_RETURN_IF_ERROR(status_);
+  uint64_t planned = PlannedSize(key, fields);
   if (!shard_) {
     DS_RETURN_IF_ERROR(Fail(OpenShard()));
-  } else if (shard_samples_ > 0 &&
-             shard_offset() + EstimateSize(key, fields) > options_.shard_size) {
+  } else if (RollsBefore(fill_, shard_samples_, planned)) {
     DS_RETURN_IF_ERROR(Fail(CloseShard()));
     DS_RETURN_IF_ERROR(Fail(OpenShard()));
+  } else if (part_ && std::binary_search(part_->starts.begin(), part_->starts.end(), samples_)) {
+    return Fail(
+        Broken(fmt::format("the plan starts a shard at sample {}, the writer's rule "
+                           "does not",
+                           samples_)));
   }
   sample_start_ = shard_offset();
+  fill_at_sample_ = fill_;
+  fill_ += planned;
   hash_at_sample_.CopyFrom(hash_);
   field_sizes_.clear();
   for (const auto& f : fields) field_sizes_.push_back(f.size);
@@ -164,6 +182,7 @@ void ShardedWriter::CancelSample() {
   in_sample_ = false;
   (void)Fail(shard_->TruncateTo(sample_start_));
   hash_.CopyFrom(hash_at_sample_);
+  fill_ = fill_at_sample_;
   SampleCancelled();
 }
 
@@ -187,28 +206,38 @@ void ShardedWriter::SetClasses(std::vector<std::string> names, std::string label
 
 Status ShardedWriter::Finish(LayoutSummary* summary) {
   DS_RETURN_IF_ERROR(status_);
-  // An empty dataset still gets one (empty) shard, so readers find a well-formed layout.
-  if (!shard_ && meta_.shards.empty()) DS_RETURN_IF_ERROR(Fail(OpenShard()));
-  if (shard_) {
-    if (shard_samples_ == 0 && !meta_.shards.empty()) {
-      shard_.reset();
-      ::unlink(shard_tmp_.c_str());
-    } else {
-      DS_RETURN_IF_ERROR(Fail(CloseShard()));
-    }
-  }
+  if (part_) return Fail(Broken("Finish in a partitioned write (FinishPart, CommitParts)"));
+  DS_RETURN_IF_ERROR(Fail(EmptyShard()));
   meta_.samples = samples_;
   meta_.payload_bytes = payload_bytes_;
   DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(out_, classes_, crcs_, &meta_, &created_)));
   done_ = true;
   out_lock_ = OwnedFd();  // committed: readers may open it now
-  if (summary) {
-    summary->samples = samples_;
-    summary->shards = meta_.shards.size();
-    summary->payload_bytes = payload_bytes_;
-    summary->bytes_written = bytes_written_;
+  if (summary) *summary = Summary();
+  return Status::Ok();
+}
+
+Status ShardedWriter::EmptyShard() {
+  // An empty dataset still gets one (empty) shard, so readers find a well-formed layout.
+  if (!shard_ && meta_.shards.empty()) DS_RETURN_IF_ERROR(OpenShard());
+  if (shard_) {
+    if (shard_samples_ == 0 && !meta_.shards.empty()) {
+      shard_.reset();
+      ::unlink(shard_tmp_.c_str());
+    } else {
+      DS_RETURN_IF_ERROR(CloseShard());
+    }
   }
   return Status::Ok();
+}
+
+LayoutSummary ShardedWriter::Summary() const {
+  LayoutSummary s;
+  s.samples = meta_.samples;
+  s.shards = meta_.shards.size();
+  s.payload_bytes = payload_bytes_;
+  s.bytes_written = bytes_written_;
+  return s;
 }
 
 void ShardedWriter::Abandon() {

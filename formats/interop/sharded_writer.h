@@ -1,16 +1,23 @@
 // ShardedWriter: what the shard-file layouts (wds, tfrecord, recordio) share as writers.
 //
 // It owns OUT and the shard files `shard-NNNNNN.<ext>`: opens a shard lazily, rolls to a new one
-// when the next sample would push the current one past shard_size (a sample never spans shards),
-// writes each shard as `<name>.tmp` and renames it once closed and fsync'd, writes each shard's
-// sidecars (index files) atomically after it, and finally classes.txt, dspack.crc (per-sample
-// CRC32C, formats/interop/sample_crc.h) and dspack.json (the commit point, listing every file
-// with its XXH3; formats/interop/layout_meta.h). It hashes every byte written (XXH3-64 per shard,
-// for the metadata), splits the streamed payload into per-field chunks for the format's hooks, and
-// rolls a cancelled sample back (truncate + hash state restore). Abandon() removes every file it
-// created.
+// when the next sample would push the current one past shard_size (a sample never spans shards;
+// the rule, RollsBefore, adds up the samples' PlannedSize, which their shapes give before any
+// byte is read, so a partitioned write plans the same shards: PartitionedWriter below), writes each
+// shard as `<name>.tmp` and renames it once closed and fsync'd, writes each shard's sidecars (index
+// files) atomically after it, and finally classes.txt, dspack.crc (per-sample CRC32C,
+// formats/interop/sample_crc.h) and dspack.json (the commit point, listing every file with its
+// XXH3; formats/interop/layout_meta.h). It hashes every byte written (XXH3-64 per shard, for the
+// metadata), splits the streamed payload into per-field chunks for the format's hooks, and rolls a
+// cancelled sample back (truncate + hash state restore). Abandon() removes every file it created.
 //
 // A format implements the hooks; they write through Write()/WriteZeros().
+//
+// As a PartitionedWriter (formats/layout.h; `mpirun dspack convert`, docs/mpi.md): every process
+// writes its range of shards, numbered and with sample numbers as in the plan; the root commits
+// dspack.crc and dspack.json from every part. There is no resume (interop writers cannot resume),
+// so BeginJob records nothing and lists no shard done. A part's description is JSON: its shards,
+// their sidecars (name, size, xxh3), the per-sample CRC32Cs, its payload and bytes written.
 #pragma once
 
 #include <memory>
@@ -26,7 +33,7 @@
 
 namespace ds {
 
-class ShardedWriter : public LayoutWriter {
+class ShardedWriter : public LayoutWriter, public PartitionedWriter {
  public:
   ~ShardedWriter() override;
 
@@ -44,6 +51,16 @@ class ShardedWriter : public LayoutWriter {
   // Keeps OUT's lock (formats/out_dir.h) until this writer is destroyed.
   void HoldOutputLock(OwnedFd lock) { out_lock_ = std::move(lock); }
 
+  PartitionedWriter* partitioned() final { return this; }
+  Result<std::vector<uint64_t>> PlanShards(uint64_t n, const ShapeFn& shape) const final;
+  Result<std::string> BeginJob(const nlohmann::json& run) final;
+  Result<std::vector<std::pair<uint64_t, uint64_t>>> BeginPart(std::vector<uint64_t> starts,
+                                                               uint64_t first, uint64_t last,
+                                                               const std::string& done,
+                                                               int part) final;
+  Result<std::string> FinishPart() final;
+  Status CommitParts(const std::vector<std::string>& parts, LayoutSummary* summary) final;
+
  protected:
   // Sidecar files of a closed shard: (suffix replacing ".<ext>", content), e.g. (".idx", "...").
   using Sidecars = std::vector<std::pair<std::string, std::string>>;
@@ -51,8 +68,12 @@ class ShardedWriter : public LayoutWriter {
   ShardedWriter(Format format, std::string out, ShardingOptions options, bool created_dir,
                 std::string ext);
 
-  // Bytes the sample will add to a shard (for rolling; an estimate is fine).
-  virtual uint64_t EstimateSize(std::string_view key, std::span<const FieldInfo> fields) const = 0;
+  // Bytes the sample will add to a shard, from its shape alone: exact where the encoding allows,
+  // an estimate where it depends on the bytes (an int64 feature's value, RecordIO's split
+  // records). Shards are cut on these, so it must not depend on anything but its arguments.
+  virtual uint64_t PlannedSize(std::string_view key, std::span<const FieldInfo> fields) const = 0;
+  // Bytes a shard of `samples` samples ends with after its last sample (a trailer), at most.
+  virtual uint64_t TrailerSize(uint64_t /*samples*/) const { return 0; }
   // A sample starts (after any roll). Fields are announced here with their sizes.
   virtual Status SampleBegin(std::string_view key, std::span<const FieldInfo> fields) = 0;
   // Consecutive payload bytes of field f (fields with no bytes get no call).
@@ -69,7 +90,8 @@ class ShardedWriter : public LayoutWriter {
   Status Write(std::string_view bytes);
   Status WriteZeros(uint64_t n);
   uint64_t shard_offset() const { return shard_->size(); }
-  uint64_t sample_number() const { return samples_; }  // global number of the sample in progress
+  // The global number of the sample in progress (in a partitioned write too).
+  uint64_t sample_number() const { return samples_; }
   uint64_t shard_samples() const { return shard_samples_; }
   const std::string& shard_name() const { return shard_name_; }
   const std::string& label_field() const { return meta_.label_field; }
@@ -78,9 +100,16 @@ class ShardedWriter : public LayoutWriter {
   void SetExtra(const std::string& k, nlohmann::json v) { meta_.extra[k] = std::move(v); }
 
  private:
+  // Whether a shard holding `samples` samples of planned `fill` bytes ends before a sample of
+  // planned size `next` (the one roll rule of the writer and of PlanShards).
+  bool RollsBefore(uint64_t fill, uint64_t samples, uint64_t next) const;
   Status OpenShard();
   Status CloseShard();
   Status Fail(Status s);
+  Status Broken(const std::string& what);
+  // Writes the one (empty) shard of an empty dataset.
+  Status EmptyShard();
+  LayoutSummary Summary() const;
 
   std::string out_;
   ShardingOptions options_;
@@ -96,6 +125,8 @@ class ShardedWriter : public LayoutWriter {
   Xxh3Hasher hash_;
   Xxh3Hasher hash_at_sample_;
   uint64_t sample_start_ = 0;
+  uint64_t fill_ = 0;            // the planned bytes of the shard's samples (RollsBefore)
+  uint64_t fill_at_sample_ = 0;  // ... before the sample in progress
   uint64_t shard_samples_ = 0;
   uint64_t shard_first_ = 0;
   // The sample in progress: field sizes and where AppendData is.
@@ -111,6 +142,12 @@ class ShardedWriter : public LayoutWriter {
   std::vector<std::string> created_;  // final names, removed by Abandon
   Status status_;
   bool done_ = false;
+  // A partitioned write (BeginPart): the plan's shard starts and this part's shards [first, last).
+  struct Part {
+    std::vector<uint64_t> starts;
+    uint64_t first = 0, last = 0;
+  };
+  std::unique_ptr<Part> part_;
 };
 
 // Prepares OUT (PrepareInteropDir) and creates a writer W(out, options, created_dir), where
@@ -120,6 +157,10 @@ Result<std::unique_ptr<LayoutWriter>> CreateShardedWriter(const std::string& out
                                                           const WriterOptions& options) {
   const auto& o = std::get<Options>(options);
   DS_RETURN_IF_ERROR(o.Validate());
+  if (o.join_job) {  // OUT is the job's root's to prepare and lock
+    DS_RETURN_IF_ERROR(CheckJoinedDir(out));
+    return std::unique_ptr<LayoutWriter>(new W(out, o, /*created=*/false));
+  }
   DS_ASSIGN_OR_RETURN(OutDirState dir, PrepareInteropDir(out, FormatOf(options), o.existing));
   std::unique_ptr<W> w(new W(out, o, dir.created));
   w->HoldOutputLock(std::move(dir.lock));

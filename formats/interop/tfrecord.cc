@@ -108,8 +108,17 @@ class Writer : public ShardedWriter {
       : ShardedWriter(Format::kTfrecord, std::move(out), o, created, ".tfrecord") {}
 
  private:
-  uint64_t EstimateSize(std::string_view key, std::span<const FieldInfo> fields) const override {
-    return kFrameOverhead + Delimited(FeaturesLen(key, fields));
+  // Exact for bytes features; an int64 feature counts as its longest encoding (a 10-byte
+  // varint), since its size depends on its value.
+  uint64_t PlannedSize(std::string_view key, std::span<const FieldInfo> fields) const override {
+    const auto& int64 = schema().int64_fields;
+    uint64_t features = Delimited(Sizes(std::strlen(kKeyFeature), key.size()).entry);
+    for (const auto& f : fields) {
+      bool typed = std::find(int64.begin(), int64.end(), f.name) != int64.end();
+      features +=
+          typed ? Int64Entry(f.name, -1).size() : Delimited(Sizes(f.name.size(), f.size).entry);
+    }
+    return kFrameOverhead + Delimited(features);
   }
 
   Status SampleBegin(std::string_view key, std::span<const FieldInfo> fields) override {

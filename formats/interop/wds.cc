@@ -30,13 +30,19 @@ class Writer : public ShardedWriter {
       : ShardedWriter(Format::kWds, std::move(out), o, created, ".tar"), want_dali_(o.dali_index) {}
 
  private:
-  uint64_t EstimateSize(std::string_view key, std::span<const FieldInfo> fields) const override {
-    uint64_t n = 16;  // its index entry
+  // Exact: the members' headers and padded data.
+  uint64_t PlannedSize(std::string_view key, std::span<const FieldInfo> fields) const override {
+    uint64_t n = 0;
     for (const auto& f : fields) {
       std::string name = JoinKeyField(key, f.name);
       n += tar::MemberHeadersSize(name, f.size) + AlignUp(f.size, kBlock);
     }
-    return n + kBlock + IndexDataSize(entries_.size() / 16 + 1) + 2 * kBlock;
+    return n;
+  }
+  // The index member (header and data: 16 bytes per sample and its trailer), the end of the
+  // archive, and 16 bytes to spare.
+  uint64_t TrailerSize(uint64_t samples) const override {
+    return 16 + kBlock + IndexDataSize(samples) + 2 * kBlock;
   }
 
   Status SampleBegin(std::string_view key, std::span<const FieldInfo> fields) override {

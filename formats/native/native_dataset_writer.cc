@@ -42,13 +42,7 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
   DS_RETURN_IF_ERROR(options.Validate());
   if (options.join_job) {
     // OUT is the job's root's to prepare and lock; this process only adds its shards.
-    struct stat st;
-    if (::stat(out.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return Status(Code::kIOError, out +
-                                        ": not a directory here, though the job's first "
-                                        "process made it; OUT must be on storage every "
-                                        "process of the job sees");
-    }
+    DS_RETURN_IF_ERROR(CheckJoinedDir(out));
     std::unique_ptr<DatasetWriter> w(new DatasetWriter(out, options, false));
     w->manifest_.align = options.align;
     w->manifest_.shard_size = options.shard_size;

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `mpirun -n N dspack convert` (docs/mpi.md#partitioned-packing) through the real mpirun: the
 # output is byte-identical to a one-process convert for N = 1, 2, 3 and 5 (5 does not divide the
-# shard count), for N larger than the shard count (idle ranks) and for an empty tree; a kill -9
+# shard count), in wds, tfrecord and recordio for N = 2 and 3, for N larger than the shard count (idle ranks) and for an empty tree; a kill -9
 # of one rank followed by --resume with another N gives the same bytes; what does not partition
 # is refused with exit 2 and a reason, leaving nothing behind; a bad file on one rank ends the
 # job with exit 1 naming it, within 10 s, and removes what every rank made. Registered only in an
@@ -28,6 +28,17 @@ for n in 1 2 3 5; do
     "out$n.json" "$([ "$n" = 1 ] && echo 1 || echo "$n")" "$shards" || fail "$n ranks: the JSON report"
 done
 pass "800 samples, $shards shards, shuffled, labelled, 4k-aligned: byte-identical with 1, 2, 3 and 5 ranks"
+
+# The sharded interop layouts: the same plan rule, their sidecars and metadata, byte for byte.
+for f in wds tfrecord recordio; do
+  IOPTS=(--shard-size 1MiB --label-from-dir --shuffle-seed 7 --format "$f")
+  "$DSPACK" convert src "ref-$f" "${IOPTS[@]}" -q
+  for n in 2 3; do
+    run "$n" "$DSPACK" convert src "$f$n" "${IOPTS[@]}" --threads 2 -q || fail "$f: mpirun -n $n"
+    same "ref-$f" "$f$n" "$f, $n ranks"
+  done
+done
+pass "wds, tfrecord, recordio (imagenet schema, int64 labels): byte-identical with 2 and 3 ranks"
 
 mkdir -p small/a empty
 for i in 1 2 3; do head -c 1000 /dev/urandom > "small/a/$i.bin"; done
@@ -66,22 +77,22 @@ pass "kill -9 of one rank ($killed_mid of 4 rounds mid-run), --resume with 2 or 
 
 # What does not partition: refused by every rank before any work, OUT not created.
 tar -cf src.tar -C src .
-for args in "src.tar no1" "src no2 --format wds" "src no3 --on-error skip"; do
+for args in "src.tar no1" "src no2 --format lmdb" "src no3 --on-error skip"; do
   # shellcheck disable=SC2086
   expect_exit 2 run 2 "$DSPACK" convert $args
   [ ! -e "$(echo "$args" | cut -d' ' -f2)" ] || fail "$args: OUT was created"
 done
 expect_exit 2 run 2 "$DSPACK" convert src.tar no1
 expect_err "reads a directory tree"
-expect_exit 2 run 2 "$DSPACK" convert src no2 --format wds
-expect_err "writes the native layout"
+expect_exit 2 run 2 "$DSPACK" convert src no2 --format lmdb
+expect_err "an LMDB is one B-tree file"
 expect_exit 2 run 2 "$DSPACK" convert src no3 --on-error skip
 expect_err "--on-error skip with several ranks"
 expect_exit 2 run 2 "$DSPACK" convert src out2
 expect_err "rank 0 of 2: out2: already holds a dspack dataset"
 run 2 "$DSPACK" convert src out2 "${OPTS[@]}" --force -q
 same ref out2 "--force with 2 ranks"
-pass "archive SRC, wds, --on-error skip, an existing OUT: exit 2 with the reason; --force replaces"
+pass "archive SRC, lmdb, --on-error skip, an existing OUT: exit 2 with the reason; --force replaces"
 
 # A file no rank can read (a dangling link, sized by one rank): exit 1 naming it, in time, and
 # nothing left behind.

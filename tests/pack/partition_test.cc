@@ -174,6 +174,34 @@ TEST_CASE("a partitioned convert is byte-identical to one process for any rank c
   }
 }
 
+TEST_CASE("a partitioned convert into wds, tfrecord or recordio is byte-identical too",
+          "[pack][partition]") {
+  test::TempDir dir;
+  std::string src = Synth(dir, 90);
+  for (Format f : {Format::kWds, Format::kTfrecord, Format::kRecordio}) {
+    std::string name(FormatName(f));
+    ConvertOptions o = Opts(src, dir / (name + "-ref"));
+    o.format = f;
+    o.layout.align.reset();
+    if (f == Format::kWds) o.layout.dali_index = true;  // a sidecar per shard
+    ConvertReport one;
+    REQUIRE(Convert(o, &one).ok());
+    REQUIRE(one.shards > 3);
+    std::string ref = test::DirBytes(o.out);
+    for (int n : {2, 3, static_cast<int>(one.shards) + 1}) {
+      o.out = dir / (name + std::to_string(n));
+      auto res = RunJob(o, n);
+      for (const auto& [s, r] : res) {
+        INFO(name << ", " << n << " ranks: " << s.ToString());
+        REQUIRE(s.ok());
+      }
+      CHECK(res[0].second.shards == one.shards);
+      INFO(name << ", " << n << " ranks");
+      CHECK(test::DirBytes(o.out) == ref);
+    }
+  }
+}
+
 TEST_CASE("a file that changes size after the plan fails every rank and leaves nothing",
           "[pack][partition]") {
   test::TempDir dir;
@@ -205,11 +233,13 @@ TEST_CASE("a partitioned convert refuses what does not partition, before any wor
           "[pack][partition]") {
   test::TempDir dir;
   std::string src = Synth(dir, 10);
-  ConvertOptions wds = Opts(src, dir / "wds");
-  wds.format = Format::kWds;
+  ConvertOptions lmdb = Opts(src, dir / "lmdb");
+  lmdb.format = Format::kLmdb;
+  lmdb.layout.align.reset();
+  lmdb.layout.shard_size.reset();
   ConvertOptions skip = Opts(src, dir / "skip");
   skip.on_error = OnError::kSkip;
-  for (const ConvertOptions& o : {wds, skip}) {
+  for (const ConvertOptions& o : {lmdb, skip}) {
     for (const auto& [s, r] : RunJob(o, 2)) {
       CHECK(s.code() == Code::kInvalidArgument);
       CHECK(!std::filesystem::exists(o.out));
