@@ -19,6 +19,27 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// Every rank's result of the run to rank 0, where it becomes the job's (ClusterReplayResult).
+Status GatherRun(const CompareRanks& ranks, CompareRun* run) {
+  DS_ASSIGN_OR_RETURN(
+      auto all, ranks.gather(EncodeRankReplay(RankReplayOf(ranks.rank, ranks.host, run->result)),
+                             "the ranks' results of a run"));
+  if (ranks.rank != 0) return Status::Ok();
+  std::vector<RankReplay> each;
+  for (const auto& text : all) {
+    DS_ASSIGN_OR_RETURN(RankReplay r, DecodeRankReplay(text));
+    each.push_back(std::move(r));
+  }
+  ClusterReplay c = AggregateReplay(std::move(each));
+  run->result = ClusterReplayResult(run->result, c);
+  if (!c.epochs.empty()) {
+    run->cluster = c.epochs.back();
+    run->straggler_rank = c.ranks[c.epochs.back().straggler].rank;
+    run->straggler_host = c.ranks[c.epochs.back().straggler].host;
+  }
+  return Status::Ok();
+}
+
 uint64_t TreeBytes(const std::string& path) {
   std::error_code ec;
   if (fs::is_regular_file(path, ec)) return fs::file_size(path, ec);
@@ -45,10 +66,17 @@ Status Build(const CompareOptions& o, const std::string& layout, CompareBuild* b
   b->path = layout == "zip" ? ZipPath(dir) : dir;
   std::error_code ec;
   bool complete = layout == "zip" ? fs::exists(b->path, ec) : DetectLayout(dir).has_value();
-  if (complete && !o.rebuild) {
+  bool rank0 = !o.ranks || o.ranks->rank == 0;
+  if (complete && (!o.rebuild || !rank0)) {
     b->reused = true;
     b->bytes = TreeBytes(b->path);
     return Status::Ok();
+  }
+  if (!rank0) {
+    return Status(Code::kIOError,
+                  fmt::format("{}: rank 0 built it, and this rank does not see it; --work-dir "
+                              "must be on storage every rank sees",
+                              dir));
   }
   fs::remove_all(dir, ec);
   auto t0 = std::chrono::steady_clock::now();
@@ -129,23 +157,39 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
   res->baseline = std::find(o.layouts.begin(), o.layouts.end(), "dir") != o.layouts.end()
                       ? "dir"
                       : o.layouts.front();
-  for (const auto& layout : o.layouts) {
-    if (StopRequested()) break;
-    CompareBuild b;
-    DS_RETURN_IF_ERROR(Build(o, layout, &b));
-    say(b.reused ? fmt::format("{:<9} {} ({})", layout, b.path, FormatBytes(b.bytes))
-                 : fmt::format("{:<9} built in {} -> {} ({})", layout, FormatDuration(b.seconds),
-                               b.path, FormatBytes(b.bytes)));
-    if (layout == "dir") res->source_bytes = b.bytes;
-    res->builds.push_back(b);
+  auto build_all = [&]() -> Status {
+    for (const auto& layout : o.layouts) {
+      if (!o.ranks && StopRequested()) break;
+      CompareBuild b;
+      DS_RETURN_IF_ERROR(Build(o, layout, &b));
+      say(b.reused ? fmt::format("{:<9} {} ({})", layout, b.path, FormatBytes(b.bytes))
+                   : fmt::format("{:<9} built in {} -> {} ({})", layout, FormatDuration(b.seconds),
+                                 b.path, FormatBytes(b.bytes)));
+      if (layout == "dir") res->source_bytes = b.bytes;
+      res->builds.push_back(b);
+    }
+    return Status::Ok();
+  };
+  // Under mpirun rank 0 builds while the others wait, then they reuse its layouts.
+  const bool rank0 = !o.ranks || o.ranks->rank == 0;
+  if (rank0) DS_RETURN_IF_ERROR(build_all());
+  if (o.ranks) {
+    res->ranks = o.ranks->world;
+    DS_RETURN_IF_ERROR(o.ranks->barrier("rank 0 building the layouts"));
+    if (!rank0) DS_RETURN_IF_ERROR(build_all());
   }
   if (res->source_bytes == 0) res->source_bytes = TreeBytes(o.src);
+  // Under mpirun the ranks stop together, before the same run.
+  auto stopping = [&]() -> Result<bool> {
+    return o.ranks ? o.ranks->stopping() : Result<bool>(StopRequested());
+  };
 
   for (const auto& storage : CompareStorages(o)) {
     for (const auto& b : res->builds) {
       for (const auto& cache : o.caches) {
         for (int w : o.workers) {
-          if (StopRequested()) break;
+          DS_ASSIGN_OR_RETURN(bool stop, stopping());
+          if (stop) break;
           CompareRun run;
           run.layout = b.layout;
           run.storage = storage;
@@ -159,8 +203,15 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
           ro.workers = w;
           ro.epochs = o.job.epochs + (cache == "warm" ? 1 : 0);
           if (storage == "slowfs") ro.slowfs = o.slowfs;
+          if (o.ranks) {
+            ro.rank = static_cast<uint32_t>(o.ranks->rank);
+            ro.world = static_cast<uint32_t>(o.ranks->world);
+            ro.before_epoch = o.ranks->before_epoch;
+            ro.progress = false;
+          }
           run.options = ro;
           DS_RETURN_IF_ERROR(RunReplay(ro, &run.result).Prefixed(b.layout));
+          if (o.ranks) DS_RETURN_IF_ERROR(GatherRun(*o.ranks, &run));
           res->samples = run.result.dataset_samples;
           SummarizeRun(&run);
           say(
@@ -183,9 +234,22 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
       }
     }
   }
-  res->interrupted = StopRequested();
+  if (o.ranks) {
+    DS_ASSIGN_OR_RETURN(res->interrupted, stopping());
+  } else {
+    res->interrupted = StopRequested();
+  }
   RankAndRecommend(o, res);
   return Status::Ok();
+}
+
+std::string StragglerText(const CompareRun& run) {
+  if (!run.cluster) return "";
+  const ClusterEpoch& c = *run.cluster;
+  return fmt::format(
+      "straggler rank {} ({}): {} (bytes {:.2f}x, mean read {:.2f}x the median "
+      "rank's)",
+      run.straggler_rank, run.straggler_host, c.reason, c.bytes_ratio, c.latency_ratio);
 }
 
 Status RunTorchTwin(const ReplayOptions& model, CompareRun* run) {

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "bench/replay.h"
+#include "bench/replay_ranks.h"
 #include "bench/slowfs/mount.h"
 #include "src/status.h"
 
@@ -34,6 +35,24 @@ namespace ds::bench {
 const std::vector<std::string>& CompareLayouts();
 inline const std::vector<std::string> kDefaultCompareLayouts = {"dir",  "zip", "native",
                                                                 "lmdb", "wds", "tfrecord"};
+
+// One rank of an MPI job (`mpirun -n N dsbench compare`, docs/mpi.md#a-compare-across-nodes),
+// from the CLI, which owns the MPI world (bench/mpi_cli.h). Rank 0 builds the layouts (on
+// storage every rank sees) while the others wait at `barrier`; they then reuse them. Every run
+// is replayed by every rank on its part of each epoch (ReplayOptions::rank/world, as `mpirun
+// dsbench replay`), its epochs starting on `before_epoch`; `gather` brings every rank's result
+// to rank 0, whose run is the job's (ClusterReplayResult) with its straggler. `stopping` is the
+// ranks' agreed answer to a stop request, asked before each run.
+struct CompareRanks {
+  int rank = 0, world = 1;
+  std::string host;  // this rank's, for the straggler's line
+  std::function<Status(std::string_view what)> barrier;
+  std::function<Result<bool>(int epoch)> before_epoch;
+  // Rank 0 gets every rank's bytes in rank order; the others an empty vector.
+  std::function<Result<std::vector<std::string>>(const std::string& mine, std::string_view what)>
+      gather;
+  std::function<Result<bool>()> stopping;
+};
 
 struct CompareOptions {
   std::string src;       // a directory tree
@@ -47,6 +66,7 @@ struct CompareOptions {
   bool zip_deflate = true;  // zip members deflated (as `zip -r` does), or stored
   bool rebuild = false;     // rebuild layouts already in WORK_DIR
   CompareOptions() { job.mode = "natural"; }
+  std::optional<CompareRanks> ranks;  // under mpirun (null: a plain run)
   // dataset, cache, workers and slowfs are set per run; job.mode may also be "natural": each
   // layout read as its loaders read it (map for dir, zip and lmdb; stream for the shard layouts).
   ReplayOptions job;
@@ -75,6 +95,10 @@ struct CompareRun {
   std::optional<ReplayResult> torch;
   double torch_samples_per_sec = 0;
   std::optional<double> model_vs_torch;
+  // Under mpirun (CompareOptions::ranks), on rank 0: the job's last epoch, its straggler and why.
+  std::optional<ClusterEpoch> cluster;
+  int straggler_rank = 0;
+  std::string straggler_host;
 };
 
 struct CompareBuild {
@@ -87,6 +111,7 @@ struct CompareBuild {
 
 struct CompareResult {
   uint64_t samples = 0, source_bytes = 0;
+  int ranks = 1;  // the MPI job's size: every figure is the job's aggregate
   std::vector<CompareBuild> builds;
   std::vector<CompareRun> runs;
   std::string baseline;  // layout the ratios are against
@@ -134,6 +159,10 @@ std::string WorkerSweepText(const WorkerSweep& sweep);
 
 // Runs `model`'s job again by a real torch DataLoader and fills run's torch fields.
 Status RunTorchTwin(const ReplayOptions& model, CompareRun* run);
+
+// Under mpirun: "straggler rank 1 (node7): slower reads (bytes 1.00x, mean read 1.32x the median
+// rank's)", from run.cluster ("" without).
+std::string StragglerText(const CompareRun& run);
 
 // "1,2,4,8" -> {1, 2, 4, 8}; each at least 1.
 Result<std::vector<int>> ParseWorkerList(const std::string& text);

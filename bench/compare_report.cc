@@ -314,6 +314,17 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
                     {"cdf", Cdf(run.sample_lat)},
                     {"data_wait_ns", LatencyJson(run.wait_lat)},
                     {"replay", ReplayJson(run.options, run.result)}});
+    if (run.cluster) {
+      const ClusterEpoch& c = *run.cluster;
+      runs.back()["straggler"] = {{"rank", run.straggler_rank},
+                                  {"hostname", run.straggler_host},
+                                  {"epoch", c.epoch},
+                                  {"seconds", c.seconds},
+                                  {"median_seconds", c.median_seconds},
+                                  {"bytes_ratio", c.bytes_ratio},
+                                  {"read_latency_ratio", c.latency_ratio},
+                                  {"reason", c.reason}};
+    }
     if (run.torch) {
       ReplayOptions to = run.options;
       to.loader = "torch";
@@ -377,6 +388,7 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
   return {
       {"source", o.src},
       {"work_dir", o.work_dir},
+      {"ranks", r.ranks},
       {"samples", r.samples},
       {"source_bytes", r.source_bytes},
       {"job",
@@ -403,6 +415,12 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
   int w = MaxWorkers(o);
   double required = r.runs.empty() ? 0 : r.runs.front().result.required_samples_per_sec;
   std::string t;
+  if (r.ranks > 1) {
+    t += fmt::format(
+        "\n{} ranks, one training job: each figure is the job's (samples of all "
+        "ranks over the slowest rank's epoch; AU the lowest rank's)\n",
+        r.ranks);
+  }
   for (const auto& storage : CompareStorages(o)) {
     for (const auto& cache : o.caches) {
       bool capacity = !r.runs.empty() && r.runs.front().result.compute_time > 0;
@@ -455,6 +473,13 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
                        run.layout, run.workers, FormatCount(run.samples_per_sec),
                        FormatCount(run.torch_samples_per_sec),
                        run.model_vs_torch ? fmt::format("{:.2f}x", *run.model_vs_torch) : "-");
+    }
+  }
+  if (r.ranks > 1) {
+    t += "\nstragglers (each run's last epoch):\n";
+    for (const auto& run : r.runs) {
+      t += fmt::format("  {:<6} {:<4} {:<9} workers {:<3} {}\n", run.storage, run.cache, run.layout,
+                       run.workers, StragglerText(run));
     }
   }
   t += "\nrecommendation: " + r.recommendation + "\n";

@@ -26,10 +26,6 @@ int64_t SteadyNs() {
       .count();
 }
 
-int FailRank(mpi::World& world, const Status& s) {
-  return world.Fail(kTool, EscapeBytes(s.message()), ExitCode(s));
-}
-
 // The hooks that make RunIoJobs one rank's part: `ready` agrees on every rank's test file (the
 // start barrier) and appends the time this rank left it to *t0; `poll` lets rank 0 take other
 // ranks' failures and, with stonewall, stops this rank when another has finished.
@@ -214,19 +210,44 @@ int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate
   return std::stoi(*code);
 }
 
+int FailRank(mpi::World& world, const Status& s) {
+  return world.Fail(kTool, EscapeBytes(s.message()), ExitCode(s));
+}
+
+// The epoch barrier of a replay under mpirun, where the ranks also agree to stop (Ctrl-C reaches
+// each rank at its own moment; one that stopped alone would leave the others at this barrier).
+static std::function<Result<bool>(int)> EpochBarrier(mpi::World& world) {
+  return [&world](int e) -> Result<bool> {
+    DS_ASSIGN_OR_RETURN(uint64_t stopping, world.SumAll(StopRequested() ? 1 : 0,
+                                                        "the start of epoch " + std::to_string(e)));
+    return stopping == 0;
+  };
+}
+
+CompareRanks CompareRanksOf(mpi::World& world) {
+  CompareRanks r;
+  r.rank = world.rank();
+  r.world = world.size();
+  r.host = world.host();
+  r.barrier = [&world](std::string_view what) { return world.Barrier(what); };
+  r.before_epoch = EpochBarrier(world);
+  r.gather = [&world](const std::string& mine, std::string_view what) {
+    return world.Gather(mine, what);
+  };
+  r.stopping = [&world]() -> Result<bool> {
+    DS_ASSIGN_OR_RETURN(uint64_t n, world.SumAll(StopRequested() ? 1 : 0, "the next run"));
+    return n > 0;
+  };
+  return r;
+}
+
 int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemProbe& probe) {
   const int rank = world.rank();
   o.dataset = WithRank(o.dataset, rank);
   o.rank = static_cast<uint32_t>(rank);
   o.world = static_cast<uint32_t>(world.size());
   o.progress = false;  // N bars on one terminal would only garble each other
-  // Every rank at each epoch's start, where they also agree to stop (Ctrl-C reaches each rank
-  // at its own moment; one that stopped alone would leave the others at this barrier).
-  o.before_epoch = [&world](int e) -> Result<bool> {
-    DS_ASSIGN_OR_RETURN(uint64_t stopping, world.SumAll(StopRequested() ? 1 : 0,
-                                                        "the start of epoch " + std::to_string(e)));
-    return stopping == 0;
-  };
+  o.before_epoch = EpochBarrier(world);
   ReplayResult rr;
   Status s = RunReplay(o, &rr, [&](const ReplayResult& r) {
     std::string need = RequirementText(o, r);

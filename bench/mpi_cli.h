@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "bench/compare.h"
 #include "bench/io_job.h"
 #include "bench/meta.h"
 #include "bench/ranks.h"
@@ -38,6 +39,14 @@ int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate
 // and aggregate figures and the straggler. DATASET may hold %r. Every rank returns the exit
 // code (1: the job starves or samples failed their checks).
 int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemProbe& probe);
+
+// `dsbench compare` as one rank of an MPI job: the hooks (bench/compare.h, CompareRanks) over
+// `world`, which must outlive them. A failure in a hook ends the job (World::Fail).
+CompareRanks CompareRanksOf(mpi::World& world);
+
+// Ends this rank's part of the job with `s` (World::Fail: rank 0 prints it, mpirun exits with
+// its code).
+int FailRank(mpi::World& world, const Status& s);
 
 // `dsbench meta` on every rank (mdtest's model): a directory per rank (mdtest -u) or, with
 // shared_dir, one directory for all (mdtest's default, made and removed by rank 0); each phase

@@ -38,6 +38,10 @@ RankReplay RankReplayOf(int rank, const std::string& host, const ReplayResult& r
     x.seconds = e.seconds;
     x.au = e.au;
     x.residency_before = e.residency_before;
+    x.opens = e.opens;
+    x.first_batch_seconds = e.first_batch_seconds;
+    x.capacity_samples_per_sec = e.capacity_samples_per_sec;
+    x.cpu_seconds = e.cpu_seconds;
     x.feeds = r.required_samples_per_sec > 0 && Feeds(r, e);
     x.sample_lat = e.sample_lat;
     x.wait_lat = e.wait_lat;
@@ -57,6 +61,10 @@ std::string EncodeRankReplay(const RankReplay& r) {
                       {"au", e.au},
                       {"residency", e.residency_before},
                       {"feeds", e.feeds},
+                      {"opens", e.opens},
+                      {"first_batch", e.first_batch_seconds},
+                      {"capacity", e.capacity_samples_per_sec},
+                      {"cpu", e.cpu_seconds},
                       {"sample_lat", HistogramWire(e.sample_lat)},
                       {"wait_lat", HistogramWire(e.wait_lat)}});
   }
@@ -84,6 +92,10 @@ Result<RankReplay> DecodeRankReplay(std::string_view text) {
       e.au = w.at("au").get<double>();
       e.residency_before = w.at("residency").get<double>();
       e.feeds = w.at("feeds").get<bool>();
+      e.opens = w.at("opens").get<uint64_t>();
+      e.first_batch_seconds = w.at("first_batch").get<double>();
+      e.capacity_samples_per_sec = w.at("capacity").get<double>();
+      e.cpu_seconds = w.at("cpu").get<double>();
       DS_RETURN_IF_ERROR(HistogramFromWire(w.at("sample_lat"), &e.sample_lat));
       DS_RETURN_IF_ERROR(HistogramFromWire(w.at("wait_lat"), &e.wait_lat));
       r.epochs.push_back(std::move(e));
@@ -137,6 +149,41 @@ ClusterReplay AggregateReplay(std::vector<RankReplay> ranks) {
     c.epochs.push_back(std::move(ce));
   }
   return c;
+}
+
+ReplayResult ClusterReplayResult(const ReplayResult& rank0, const ClusterReplay& c) {
+  ReplayResult r = rank0;
+  double world = static_cast<double>(c.ranks.size());
+  r.required_samples_per_sec = rank0.required_samples_per_sec * world;
+  r.epochs.clear();
+  r.error_count = 0;
+  for (size_t e = 0; e < c.epochs.size(); e++) {
+    EpochResult x;
+    x.epoch = c.epochs[e].epoch;
+    x.seconds = c.epochs[e].seconds;
+    x.au = 1;
+    double capacity = -1;
+    for (const auto& rank : c.ranks) {
+      const RankEpoch& y = rank.epochs[e];
+      x.samples += y.samples;
+      x.bytes += y.bytes;
+      x.opens += y.opens;
+      x.errors += y.errors;
+      x.cpu_seconds += y.cpu_seconds;
+      x.residency_before += y.residency_before / world;
+      x.first_batch_seconds = std::max(x.first_batch_seconds, y.first_batch_seconds);
+      x.au = std::min(x.au, y.au);
+      if (capacity < 0 || y.capacity_samples_per_sec < capacity) {
+        capacity = y.capacity_samples_per_sec;
+      }
+      x.sample_lat.Merge(y.sample_lat);
+      x.wait_lat.Merge(y.wait_lat);
+    }
+    x.capacity_samples_per_sec = std::max(0.0, capacity) * world;
+    r.error_count += x.errors;
+    r.epochs.push_back(std::move(x));
+  }
+  return r;
 }
 
 nlohmann::json ClusterReplayJson(const ReplayOptions& o, const ClusterReplay& c) {

@@ -23,8 +23,9 @@ namespace ds::bench {
 
 struct RankEpoch {
   int epoch = 0;
-  uint64_t samples = 0, bytes = 0, errors = 0;
+  uint64_t samples = 0, bytes = 0, errors = 0, opens = 0;
   double seconds = 0, au = 0, residency_before = 0;
+  double first_batch_seconds = 0, capacity_samples_per_sec = 0, cpu_seconds = 0;
   bool feeds = false;           // this rank's own verdict (Feeds), with a required rate
   LatencyHistogram sample_lat;  // per-sample read latency
   LatencyHistogram wait_lat;    // the accelerator's per-step data wait
@@ -62,6 +63,13 @@ struct ClusterReplay {
 
 // REQUIRES: every rank ran the same epochs.
 ClusterReplay AggregateReplay(std::vector<RankReplay> ranks);
+
+// The job's replay as one ReplayResult (`mpirun dsbench compare` ranks layouts by it): the facts
+// of `rank0`'s (the dataset, workers, notes), the required rate x world, and per epoch the ranks'
+// samples, bytes, opens, errors and CPU summed, histograms merged, the longest seconds and first
+// batch, the mean residency; AU and the loader's capacity are the slowest rank's (capacity x
+// world), so Feeds() on it holds exactly when every rank feeds its accelerator.
+ReplayResult ClusterReplayResult(const ReplayResult& rank0, const ClusterReplay& c);
 
 nlohmann::json ClusterReplayJson(const ReplayOptions& o, const ClusterReplay& c);
 std::string ClusterReplayText(const ReplayOptions& o, const ClusterReplay& c);

@@ -240,6 +240,11 @@ TrainingCommands::TrainingCommands(CLI::App& app) : f_(std::make_unique<Flags>()
   f->compare->add_flag("--rebuild", f->co.rebuild, "Rebuild layouts already in --work-dir");
   f->compare->add_option("--html", f->html, "HTML report path (default WORK_DIR/report.html)");
   AddJobFlags(f->compare, &f->cj, true);
+  f->compare
+      ->add_option("--mpi-timeout", f->cj.mpi_timeout,
+                   "Under mpirun: seconds a rank waits for the others (rank 0's builds, an "
+                   "epoch's barrier) before it aborts the job")
+      ->capture_default_str();
 
   f->slowfs = app.add_subcommand(
       "slowfs",
@@ -294,18 +299,36 @@ int TrainingCommands::Run(const std::string& command) {
     return Fail(Status(Code::kInvalidArgument, "--no-local needs --meta-latency"));
   }
   bool json = f->cj.format == "json";
+  auto world = mpi::World::Start(nullptr, nullptr);
+  if (!world.ok()) return Fail(world.status());
+  // Under mpirun: every rank replays its part of each run, rank 0 builds and reports
+  // (docs/mpi.md#a-compare-across-nodes).
+  const bool mpi = (*world)->mpi(), rank0 = (*world)->rank() == 0;
+  if (mpi) {
+    if (o.job.loader == "torch") {
+      return Fail(Status(Code::kInvalidArgument,
+                         "--loader torch under mpirun: the DataLoader twin runs on one node; "
+                         "compare with the model loader, or without mpirun"));
+    }
+    (*world)->set_tool("dsbench");
+    (*world)->set_timeout(f->cj.mpi_timeout);
+    (*world)->set_json_errors(json);
+    o.ranks = CompareRanksOf(**world);
+  }
   SystemProbe probe = ProbeSystem(o.src);
   o.job.disk_device = probe.block_device;
-  if (!json) {
+  if (!json && rank0) {
     std::fputs(probe.ToText().c_str(), stdout);
     std::fflush(stdout);
   }
   CompareResult r;
   Status s = RunCompare(o, &r, [&](const std::string& line) {
+    if (!rank0) return;
     std::fprintf(json ? stderr : stdout, "%s\n", line.c_str());
     std::fflush(json ? stderr : stdout);
   });
-  if (!s.ok()) return Fail(s);
+  if (!s.ok()) return mpi ? FailRank(**world, s) : Fail(s);
+  if (!rank0) return 0;
   nlohmann::json cj = CompareJson(o, r);
   // The context a design doc needs beside the figures: where and how they were measured.
   cj["host"] = {

@@ -133,3 +133,58 @@ TEST_CASE("replay ranks aggregate: sums, the straggler and why", "[bench]") {
   CHECK(ClusterReplayText(o, slow).find("straggler: rank 2 (n2)") != std::string::npos);
   CHECK_FALSE(DecodeRankReplay("{}").ok());
 }
+
+TEST_CASE("the job's replay as one result: sums, the slowest rank's time, AU and capacity",
+          "[bench]") {
+  std::vector<RankReplay> ranks;
+  for (int r = 0; r < 3; r++) {
+    RankReplay x;
+    x.rank = r;
+    x.required_samples_per_sec = 100;
+    RankEpoch e;
+    e.epoch = 1;
+    e.samples = 100;
+    e.bytes = 1000;
+    e.opens = 10 + r;
+    e.seconds = r == 1 ? 2.0 : 1.0;
+    e.first_batch_seconds = 0.1 * (r + 1);
+    e.au = r == 1 ? 0.8 : 0.95;
+    e.capacity_samples_per_sec = r == 1 ? 90 : 200;  // rank 1 cannot keep up
+    e.residency_before = r == 0 ? 0.3 : 0.0;
+    for (int i = 0; i < 10; i++) e.sample_lat.Add(1000 * (r + 1));
+    x.epochs.push_back(e);
+    auto d = DecodeRankReplay(EncodeRankReplay(x));
+    REQUIRE(d.ok());
+    CHECK(d->epochs[0].opens == e.opens);
+    CHECK(d->epochs[0].capacity_samples_per_sec == e.capacity_samples_per_sec);
+    CHECK(d->epochs[0].first_batch_seconds == e.first_batch_seconds);
+    ranks.push_back(*d);
+  }
+  ReplayResult rank0;
+  rank0.kind = "native";
+  rank0.required_samples_per_sec = 100;
+  ReplayResult r = ClusterReplayResult(rank0, AggregateReplay(ranks));
+  REQUIRE(r.epochs.size() == 1);
+  const EpochResult& e = r.epochs[0];
+  CHECK(r.kind == "native");
+  CHECK(r.required_samples_per_sec == Approx(300));
+  CHECK(e.samples == 300);
+  CHECK(e.bytes == 3000);
+  CHECK(e.opens == 33);
+  CHECK(e.seconds == 2.0);
+  CHECK(e.first_batch_seconds == Approx(0.3));
+  CHECK(e.au == Approx(0.8));
+  CHECK(e.capacity_samples_per_sec == Approx(270));  // the slowest rank's x 3
+  CHECK(e.residency_before == Approx(0.1));
+  CHECK(e.sample_lat.count() == 30);
+  // Feeds only when every rank does: rank 1 does not (capacity 90 < 100, AU 0.8 < 0.9).
+  CHECK_FALSE(Feeds(r, e));
+  r.compute_time = 0.01;
+  CHECK_FALSE(Feeds(r, e));
+  ranks[1].epochs[0].capacity_samples_per_sec = 150;
+  ranks[1].epochs[0].au = 0.91;
+  ReplayResult fed = ClusterReplayResult(rank0, AggregateReplay(ranks));
+  CHECK(Feeds(fed, fed.epochs[0]));
+  fed.compute_time = 0.01;
+  CHECK(Feeds(fed, fed.epochs[0]));
+}

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dsbench io, storage, meta and replay, and dssync --fanout, as the ranks of an MPI job (docs/mpi.md), through the real mpirun with 2 and 3 ranks
+# dsbench io, storage, meta, replay and compare, and dssync --fanout, as the ranks of an MPI job (docs/mpi.md), through the real mpirun with 2 and 3 ranks
 # on this machine: results gathered to rank 0 add up (M5 of the issue: the aggregate's bytes and
 # IOs are the ranks' sums, its bandwidth is bytes over IOR's window), a file per rank or one
 # shared file with a region per rank, stonewalling with one rank behind the slow file system,
@@ -202,6 +202,28 @@ starved = json.load(open(sys.argv[4]))["replay_ranks"]
 assert starved["starves"] and not starved["epochs"][0]["aggregate"]["feeds"], starved
 PY
 pass "replay under mpirun -n 3 (map, stream): all samples once per epoch; STARVES exits 1"
+
+# compare across 3 ranks: rank 0 builds, every rank replays its part of each run, rank 0 ranks
+# the layouts by the job's aggregate and names each run's straggler; the others print nothing.
+run 3 "$DSBENCH" compare rsrc --work-dir "$WORK/cmpw" --layouts dir,native,wds --epochs 1 \
+  --cache warm --workers 2 --output-format json > compare3.json 2> compare3.err \
+  || { cat compare3.err; fail "compare -n 3"; }
+$PY - compare3.json <<'PY' || fail "compare under mpirun"
+import json, sys
+c = json.load(open(sys.argv[1]))["compare"]  # one document: only rank 0 reports
+assert c["ranks"] == 3 and len(c["runs"]) == 3, (c["ranks"], len(c["runs"]))
+for run in c["runs"]:
+    epochs = run["replay"]["epochs"]
+    # the measured epoch (warm: after the priming one): every sample once across the ranks
+    assert all(e["samples"] == 300 for e in epochs), (run["layout"], [e["samples"] for e in epochs])
+    assert run["straggler"]["rank"] in (0, 1, 2), run["straggler"]
+    e = epochs[-1]
+    assert abs(run["samples_per_sec"] - e["samples"] / e["seconds"]) <= 1e-6 * run["samples_per_sec"], run["layout"]
+assert [r["layout"] for r in c["ranking"][0]["order"]], c["ranking"]
+PY
+expect_exit 2 run 2 "$DSBENCH" compare rsrc --work-dir "$WORK/cmpw" --loader torch
+expect_err "--loader torch under mpirun"
+pass "compare under mpirun -n 3: one report, every sample once per run, a straggler per run"
 
 # dssync --fanout: 3 ranks stage the whole dataset, each into its own DST (%r); the source
 # (behind the slow file system, whose daemon counts the bytes it serves) is read once, by rank 0.
