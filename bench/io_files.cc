@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "bench/io_job.h"
@@ -45,8 +46,19 @@ Status Preallocate(FallocateMode mode, int fd, uint64_t bytes, const std::string
   return Status::FromErrno(rc, path + ": fallocate (give fallocate=none where it is refused)");
 }
 
-// A test file that dsbench creates (PATH is a directory, or fio's filename names a file that is
-// not there yet): offset + size bytes of incompressible data, after a free-space check.
+// The mark dsbench leaves on the test files it lays out (a user xattr, where the file system
+// keeps them), so that a later run (after --keep, or one that was killed) may write to them or
+// lay them out again; a file without it is the user's.
+constexpr const char* kOwnerXattr = "user.dsbench.testfile";
+
+bool MarkedOurs(const std::string& path) {
+  char v[8];
+  return ::getxattr(path.c_str(), kOwnerXattr, v, sizeof v) >= 0;
+}
+
+// A test file that dsbench lays out (PATH is a directory, or fio's filename names a file that is
+// not there yet, or one of dsbench's own that is too short): offset + size bytes of
+// incompressible data, after a free-space check.
 Result<TestFile> LayOut(const IoJobOptions& o, const std::string& dir, const std::string& path) {
   TestFile f{path, false};
   const uint64_t bytes = o.offset + o.size;
@@ -61,6 +73,7 @@ Result<TestFile> LayOut(const IoJobOptions& o, const std::string& dir, const std
   }
   DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(f.path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
   f.created = true;
+  (void)::fsetxattr(fd.get(), kOwnerXattr, "1", 1, 0);  // best effort: see kOwnerXattr
   if (Status s = Preallocate(o.fallocate, fd.get(), bytes, f.path); !s.ok()) {
     ::unlink(f.path.c_str());
     return s;
@@ -159,7 +172,24 @@ Result<TestFile> PrepareTestFile(IoJobOptions& o) {
     if (LooksLikeJobFile(f.path)) {
       return Status(Code::kInvalidArgument, f.path + ": a fio job file, never a test target");
     }
-    if (static_cast<uint64_t>(fst.st_size) >= o.offset + o.size) return f;
+    // As fio, an existing file of the job's name is reused: read as it is when it is long
+    // enough. Writing to it, or laying it out again, is only for a file dsbench made.
+    const bool long_enough = static_cast<uint64_t>(fst.st_size) >= o.offset + o.size;
+    if (!o.allow_overwrite && (Writes(o.rw) || !long_enough) && !MarkedOurs(f.path)) {
+      return Status(
+          Code::kInvalidArgument,
+          fmt::format("{}: an existing file that dsbench did not create; {} Remove it, give "
+                      "another --name or --directory, or --allow-overwrite",
+                      f.path,
+                      Writes(o.rw) ? fmt::format("--rw {} would overwrite it.", RwName(o.rw))
+                                   : fmt::format("it holds {} bytes, fewer than the {} the job "
+                                                 "reads, and would be laid out again.",
+                                                 fst.st_size, o.offset + o.size)));
+    }
+    if (long_enough) return f;
+    DS_ASSIGN_OR_RETURN(TestFile again, LayOut(o, o.path, f.path));
+    again.created = false;  // it was there before this run: never removed
+    return again;
   }
   return LayOut(o, o.path, f.path);
 }

@@ -12,7 +12,9 @@
 // `keep`; so is PATH itself when `create_file` (fio's filename) and it is missing. An existing
 // regular file is used as is and never removed; it must hold `size` bytes for reads. dsbench
 // never writes to a file it did not create: a job that writes (write, randwrite, rw, randrw) to
-// an existing PATH is refused unless allow_overwrite; a fio job file is never a target
+// an existing PATH, or to an existing PATH/<name>.<clone>.0 without dsbench's mark (an xattr it
+// sets on the files it lays out), or that would lay such a file out again because it is too
+// short, is refused unless allow_overwrite; a fio job file is never a target
 // (LooksLikeJobFile). A block device is refused unless allow_device.
 //
 // Ranges: numjobs 1..kMaxJobs (fio's own limit on jobs), iodepth 1..kMaxIodepth, rwmixread

@@ -122,6 +122,25 @@ done
 [ "$(sha256sum < user.bin)" != "$sum_before" ] || fail "--allow-overwrite wrote nothing"
 pass "io --rw write on an existing file: exit 2 naming it and --allow-overwrite; read allowed"
 
+# The same in a directory target: an existing NAME.N.0 that dsbench did not lay out (a user's,
+# or fio's) is never written, laid out again or removed; one it laid out (--keep) is reused.
+mkdir ownd
+echo precious > ownd/r.0.0
+head -c 1M /dev/urandom > ownd/w.0.0
+sum_w=$(sha256sum < ownd/w.0.0)
+expect_exit 2 "$DSBENCH" io ownd --name r --rw read --size 1M
+expect_err "ownd/r.0.0: an existing file that dsbench did not create; it holds 9 bytes, fewer than the 1048576 the job reads"
+expect_exit 2 "$DSBENCH" io ownd --name w --rw write --size 1M
+expect_err "ownd/w.0.0: an existing file that dsbench did not create; --rw write would overwrite it"
+"$DSBENCH" io ownd --name w --rw read --size 1M > /dev/null || fail "reading a long-enough file"
+[ "$(cat ownd/r.0.0)" = precious ] && [ "$(sha256sum < ownd/w.0.0)" = "$sum_w" ] ||
+  fail "a refused job changed or removed the user's files"
+"$DSBENCH" io ownd --name r --rw read --size 1M --allow-overwrite > /dev/null
+[ "$(stat -c %s ownd/r.0.0)" = 1048576 ] || fail "--allow-overwrite: r.0.0 not laid out again (or removed)"
+"$DSBENCH" io ownd --name k --rw write --size 1M --keep > /dev/null || fail "write --keep"
+"$DSBENCH" io ownd --name k --rw randwrite --size 1M > /dev/null || fail "writing dsbench's own kept file"
+pass "a directory target: a user's NAME.N.0 is refused (write, or too short to read) and kept; dsbench's own is reused"
+
 # Ranges (issue 15 #6): out of range is exit 2 naming the flag, nothing left behind.
 mkdir rg
 for args in "--numjobs=100000|1..4096" "--numjobs=4097|1..4096" "--iodepth=4097|1..4096" \
