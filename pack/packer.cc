@@ -103,6 +103,7 @@ Status Packer::Run() {
     }
     source_ = std::move(src);
   } else if (is_native) {
+    r_->from_dataset = true;
     DS_ASSIGN_OR_RETURN(source_,
                         NativeSource::Open(o_.src, {o_.include, o_.exclude}, kInlineLimit));
   } else if (layout) {

@@ -71,10 +71,17 @@ check_layout() {
 }
 
 for f in lmdb wds tfrecord recordio; do
-  "$DSPACK" convert nat "out.$f" --format "$f" $(shard_size "$f" 8M) --quiet
+  "$DSPACK" convert nat "out.$f" --format "$f" $(shard_size "$f" 8M) > "conv.$f.txt"
   check_layout "out.$f" "$f"
   pass "$f: spec reader, verify, info, ls, cat, extract and the way back to native agree with ref"
 done
+# From a dataset (native or not) the summary counts samples and their fields, never files.
+n=$(wc -l < nat.keys)
+grep -q "^converted $n samples ([0-9]* fields) of a dataset" conv.wds.txt || { cat conv.wds.txt; fail "native -> wds: the summary counts files"; }
+"$DSPACK" convert out.wds back.tf --format tfrecord > conv.back.txt
+grep -q "^converted $n samples ([0-9]* fields) of a dataset" conv.back.txt || { cat conv.back.txt; fail "wds -> tfrecord: the summary"; }
+rm -rf back.tf
+pass "a layout-to-layout convert counts samples and fields, from native too"
 
 "$DSPACK" convert nat out.lmdbs --format lmdb --lmdb-layout sample --quiet
 [ "$($PY -c 'import json,lmdb,sys; e=lmdb.open(sys.argv[1],readonly=True,lock=False); print(json.loads(e.begin().get(b"__meta__"))["layout"])' out.lmdbs)" = sample ] \
