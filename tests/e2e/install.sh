@@ -73,7 +73,12 @@ grep -q "^50 samples, first " consumer.out || fail "consumer: $(cat consumer.out
 inc=$(PKG_CONFIG_PATH=$P/lib/pkgconfig pkg-config --cflags-only-I dspack) || fail "pkg-config"
 inc=${inc%% *}
 [ -f "${inc#-I}/formats/layout.h" ] || fail "pkg-config --cflags dspack: $inc"
-pass "a consumer builds with find_package(dspack) and opens a dataset the installed dspack wrote"
+# The same consumer, compiled and linked by pkg-config's flags alone.
+# shellcheck disable=SC2046
+g++ -O1 consumer/main.cc -o consumer/pc $(PKG_CONFIG_PATH=$P/lib/pkgconfig pkg-config --cflags --libs dspack) \
+  > pc.log 2>&1 || { cat pc.log; fail "g++ \$(pkg-config --cflags --libs dspack)"; }
+consumer/pc ds | grep -q "^50 samples, first " || fail "the pkg-config consumer"
+pass "a consumer builds with find_package(dspack), and with pkg-config, and opens a dataset the installed dspack wrote"
 
 if [ -f "$BUILD_DIR/python/dspack/__init__.py" ]; then
   PYTHONPATH=$(echo "$P"/lib/python3*/dist-packages) $PY -c \
