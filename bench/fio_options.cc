@@ -28,6 +28,8 @@ struct RawJob {
   std::vector<Entry> entries;
   size_t own_from = 0;  // entries[own_from..own_to) are the job's own (echoed as "job options")
   size_t own_to = SIZE_MAX;
+  // The first job of a job file after the first: fio stonewalls between job files.
+  bool starts_file = false;
 };
 
 // What a job's options build up before it is resolved into IoJobOptions.
@@ -438,7 +440,13 @@ Result<IoJobOptions> BuildJob(const RawJob& raw, const IoJobOptions& defaults,
       if (e.key != "name" || e.where.rfind("--", 0) == 0) g.emplace_back(e.key, e.value);
     }
   }
+  // A command-line option that overrode one of the job's own is echoed among the "global
+  // options" (as fio echoes the command line), not as the job's: the echo says what ran.
+  for (size_t i = raw.own_to; i < raw.entries.size(); i++) {
+    std::erase_if(b.o.given, [&](const auto& kv) { return kv.first == raw.entries[i].key; });
+  }
   IoJobOptions& o = b.o;
+  o.echo_given = true;
   // fio's sizes: `size` is the job's total over its files, `filesize` each file's; IoJobOptions'
   // size is per file.
   if (b.filesize) {
@@ -499,7 +507,9 @@ Result<FioSpec> ParseFioArgs(std::span<const std::string> args, const IoJobOptio
         std::stringstream ss;
         ss << in.rdbuf();
         global.clear();  // each file starts afresh, as fio does
+        size_t first = jobs.size();
         DS_RETURN_IF_ERROR(ParseText(ss.str(), a, &jobs, &global, &last_global));
+        if (any_file && first < jobs.size()) jobs[first].starts_file = true;
         any_file = true;
         continue;
       }
@@ -592,6 +602,7 @@ Result<FioSpec> ParseFioArgs(std::span<const std::string> args, const IoJobOptio
       continue;
     }
     DS_ASSIGN_OR_RETURN(IoJobOptions o, BuildJob(raw, defaults, target, &spec.notes));
+    if (raw.starts_file) o.stonewall = true;  // fio runs job files one after the other
     if (!spec.jobs.empty() && (o.stonewall || o.new_group)) group++;
     o.groupid = group;
     spec.jobs.push_back(std::move(o));

@@ -6,8 +6,13 @@
 //     (a flag: `time_based`, `group_reporting`, `stonewall`); `;` and `#` start a comment line.
 //     fio's `$VAR` expansion and `include` are not supported (refused by name).
 //   - The command line, after the job files are read: options before the first `--name` apply to
-//     every job and override the files' values; each `--name=N` starts a job of its own whose
-//     options follow it. `--key=value` and `--key value` are both accepted.
+//     every job and override the files' values (fio lets a section's own value win; dsbench
+//     lets the command line win, so `dsbench io job.fio --runtime 5s` does what it says), and are
+//     echoed among the "global options", a job's overridden key no longer among its own; each
+//     `--name=N` starts a job of its own whose options follow it. `--key=value` and `--key
+//     value` are both accepted.
+//   - Several job files run one after the other: the first job of each file after the first
+//     has `stonewall`, as in fio.
 //   - A later occurrence of an option wins, as in fio.
 //   - A positional argument that looks like a job file (LooksLikeJobFile, bench/io_job.h) is read
 //   as one and is

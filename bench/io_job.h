@@ -139,9 +139,11 @@ struct IoJobOptions {
   bool stonewall = false;  // wait for the jobs before this one (RunIoJobs' caller does)
   bool new_group = false;
   unsigned groupid = 0;
-  // The options as given, echoed as fio's "job options" ({"bs": "4k"}); empty: the report
-  // derives them from the fields.
+  // The options as given, echoed as fio's "job options" ({"bs": "4k"}) when the job came from
+  // fio's language (echo_given: bench/fio_options.h; a section may give none); otherwise
+  // (dsbench storage's jobs) the report derives them from the fields.
   std::vector<std::pair<std::string, std::string>> given;
+  bool echo_given = false;
 };
 
 // fio's bw/iops samples: one per 500 ms window of a job (fio's bw_avg_time/iops_avg_time).

@@ -185,7 +185,7 @@ nlohmann::json DepthMap(const std::array<uint64_t, 7>& counts, bool level) {
 // "job options": what was given, as given; dsbench's own form derives them from the fields.
 nlohmann::json JobOptionsJson(const IoJobOptions& o) {
   nlohmann::json j = nlohmann::json::object();
-  if (!o.given.empty()) {
+  if (o.echo_given) {
     for (const auto& [k, v] : o.given) j[k] = v;
     return j;
   }
@@ -247,6 +247,7 @@ nlohmann::json JobJson(const IoJobOptions& o, const JobResult& r, bool plus,
                       {"elapsed", static_cast<uint64_t>(r.elapsed + 0.5)},
                       {"job options", JobOptionsJson(o)},
                       {"job_runtime", static_cast<uint64_t>(r.runtime_ms)}};
+  if (j["job options"].empty()) j.erase("job options");  // as fio: a section that gave none
   j["read"] = DirJson(o, r.read, r.runtime_ms, group_kib[0], plus);
   j["write"] = DirJson(o, r.write, r.runtime_ms, group_kib[1], plus);
   j["trim"] = DirJson(o, r.trim, r.runtime_ms, group_kib[2], plus);

@@ -114,6 +114,31 @@ $PY -c 'import json; j=json.load(open("rb.json"))["jobs"]; assert len(j)==1 and 
   fail "runbook: 4 jobs x 32 MiB in one group"
 pass "fio's runbook command (libaio, numjobs=4, group_reporting) runs as is"
 
+# Command-line options override the files' (dsbench's rule; fio lets a section win) and the echo
+# says what ran: the overridden key among the "global options", not the job's. Two job files run
+# one after the other (fio stonewalls the first job of each later file). A section that gives no
+# option has no "job options", as in fio.
+mkdir jf
+printf '[global]\ndirectory=%s/jf\nsize=1M\nbs=4k\n[j1]\nrw=read\n' "$WORK" > one.fio
+printf '[k1]\ndirectory=%s/jf\nsize=1M\n' "$WORK" > two.fio
+"$DSBENCH" io one.fio --rw=write --output-format=json > ov.json || fail "one.fio --rw=write"
+"$DSBENCH" io one.fio two.fio --output-format=json > two.json || fail "two job files"
+fio one.fio two.fio --output-format=json > fio-two.json 2> /dev/null || fail "fio, two job files"
+rm -f jf/*
+$PY - ov.json two.json fio-two.json <<'PY' || fail "overrides, echo, two job files"
+import json, sys
+ov, two, fio2 = (json.load(open(p)) for p in sys.argv[1:4])
+j = ov["jobs"][0]
+assert j["write"]["total_ios"] == 256 and j["read"]["total_ios"] == 0, (j["write"], j["read"])
+assert ov["global options"]["rw"] == "write" and "rw" not in j.get("job options", {}), (ov["global options"], j.get("job options"))
+groups = lambda d: [(x["jobname"], x["groupid"]) for x in d["jobs"]]
+assert groups(two) == groups(fio2) == [("j1", 0), ("k1", 1)], (groups(two), groups(fio2))
+k1 = [x for x in two["jobs"] if x["jobname"] == "k1"][0]
+f1 = [x for x in fio2["jobs"] if x["jobname"] == "k1"][0]
+assert ("job options" in k1) == ("job options" in f1), (k1.get("job options"), f1.get("job options"))
+PY
+pass "command-line overrides echoed as global options; two job files in two groups, as fio"
+
 # A job file is never a target, whatever the options say (one was once overwritten).
 expect_exit 0 "$DSBENCH" io job.fio --rw=write --size=1M
 cmp job.fio job.orig || fail "dsbench io job.fio --rw write changed the job file"
