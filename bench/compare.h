@@ -140,6 +140,10 @@ void SummarizeRun(CompareRun* run);
 // count, which layouts feed the job, and one ranked sentence per (storage, cache).
 void RankAndRecommend(const CompareOptions& options, CompareResult* result);
 
+// Whether a run feeds a job that needs `required` samples/s: AU >= 90% with a simulated
+// accelerator, else samples/s >= required (false without a requirement).
+bool MeetsRate(const CompareRun& run, double required);
+
 // Worker sweep: the fewest workers whose run meets the required rate (AU >= 90% with a simulated
 // accelerator, else samples/s >= required); nullopt when none does or no rate was given.
 std::optional<int> MinWorkers(const std::vector<const CompareRun*>& points, double required);

@@ -1,5 +1,5 @@
-// Summaries, ranking, recommendation, worker sweep, JSON and text of `dsbench compare`, and the
-// worker sweep of `dsbench replay --workers 1,2,4,8` (bench/compare.h). Pure functions of their
+// Summaries, ranking, recommendation, JSON and text of `dsbench compare` (bench/compare.h; the
+// worker sweep is in compare_sweep.cc). Pure functions of their
 // results: unit-tested without any IO (tests/bench/compare_test.cc).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -28,12 +28,6 @@ double Median(std::vector<double> v) {
 // loader's capacity (what its workers could deliver, never idle) ranks; else the delivered rate.
 double Score(const CompareRun& r) {
   return r.result.compute_time > 0 ? r.capacity_samples_per_sec : r.samples_per_sec;
-}
-
-bool Meets(const CompareRun& r, double required) {
-  if (required <= 0) return false;
-  if (r.au) return *r.au >= kAuBar;
-  return r.samples_per_sec >= required;
 }
 
 json Cdf(const LatencyHistogram& h) {
@@ -83,6 +77,26 @@ std::vector<const CompareRun*> Ranked(const CompareResult& r, const std::string&
   std::stable_sort(v.begin(), v.end(),
                    [](const CompareRun* a, const CompareRun* b) { return Score(*a) > Score(*b); });
   return v;
+}
+
+// Whether two runs differ only inside the noise: each has at least 2 measured epochs, and their
+// epochs' ranges of the ranking score (min-max) overlap.
+bool Tied(const CompareRun& a, const CompareRun& b) {
+  return a.epochs_measured > 1 && b.epochs_measured > 1 && a.score_max >= b.score_min &&
+         b.score_max >= a.score_min;
+}
+
+// The rank of each run of a ranked list: "1", "2", ..., or "=N" for a run tied with the one
+// above it, N being the first rank of the tie.
+std::vector<std::string> RankLabels(const std::vector<const CompareRun*>& ranked) {
+  std::vector<std::string> labels;
+  size_t head = 0;
+  for (size_t i = 0; i < ranked.size(); i++) {
+    bool tied = i > 0 && Tied(*ranked[i], *ranked[i - 1]);
+    if (!tied) head = i;
+    labels.push_back(tied ? fmt::format("={}", head + 1) : std::to_string(i + 1));
+  }
+  return labels;
 }
 
 std::string StorageWords(const CompareOptions& o, const std::string& storage) {
@@ -179,7 +193,7 @@ void RankAndRecommend(const CompareOptions& o, CompareResult* res) {
     if (req > 0) {
       std::vector<std::string> feeding;
       for (const CompareRun* r : ranked) {
-        if (Meets(*r, req)) feeding.push_back(r->layout);
+        if (MeetsRate(*r, req)) feeding.push_back(r->layout);
       }
       feed = feeding.empty() ? "; no layout feeds the job here (more workers?)"
              : feeding.size() == ranked.size()
@@ -222,70 +236,6 @@ void RankAndRecommend(const CompareOptions& o, CompareResult* res) {
       }
     }
   }
-}
-
-Result<std::vector<int>> ParseWorkerList(const std::string& text) {
-  std::vector<int> v;
-  size_t pos = 0;
-  while (pos <= text.size()) {
-    size_t comma = text.find(',', pos);
-    std::string item =
-        text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
-    char* end = nullptr;
-    long n = std::strtol(item.c_str(), &end, 10);
-    if (item.empty() || *end != '\0' || n < 1 || n > 4096) {
-      return Status(
-          Code::kInvalidArgument,
-          fmt::format("--workers '{}': a count or a list like 1,2,4,8 (each 1..4096)", text));
-    }
-    v.push_back(static_cast<int>(n));
-    if (comma == std::string::npos) break;
-    pos = comma + 1;
-  }
-  std::sort(v.begin(), v.end());
-  v.erase(std::unique(v.begin(), v.end()), v.end());
-  return v;
-}
-
-std::optional<int> MinWorkers(const std::vector<const CompareRun*>& points, double required) {
-  std::optional<int> best;
-  for (const CompareRun* p : points) {
-    if (Meets(*p, required) && (!best || p->workers < *best)) best = p->workers;
-  }
-  return best;
-}
-
-WorkerSweep SweepWorkers(const std::vector<std::pair<int, ReplayResult>>& runs) {
-  WorkerSweep sw;
-  if (runs.empty()) return sw;
-  sw.required = runs.front().second.required_samples_per_sec;
-  std::vector<const CompareRun*> measured;
-  sw.points.reserve(runs.size());
-  for (const auto& [workers, result] : runs) {
-    if (result.epochs.empty()) continue;  // interrupted before its first epoch
-    CompareRun& p = sw.points.emplace_back();
-    p.workers = workers;
-    p.result = result;
-    const EpochResult& e = result.epochs.back();
-    p.samples_per_sec = e.samples / (e.seconds > 0 ? e.seconds : 1e-9);
-    if (result.compute_time > 0) p.au = e.au;
-  }
-  for (const auto& p : sw.points) measured.push_back(&p);
-  sw.min_workers = MinWorkers(measured, sw.required);
-  return sw;
-}
-
-std::string WorkerSweepText(const WorkerSweep& sw) {
-  std::string t = "\nworker sweep (last epoch):";
-  for (const auto& p : sw.points) {
-    t += fmt::format(" {}: {} samples/s{};", p.workers, FormatCount(p.samples_per_sec),
-                     p.au ? fmt::format(" AU {:.1f}%", *p.au * 100) : "");
-  }
-  t += "\n";
-  t += sw.required <= 0 ? "no required rate (--step-time or --samples-per-sec): no pick"
-       : sw.min_workers ? fmt::format("fewest workers that feed the job: {}", *sw.min_workers)
-                        : "no worker count tried feeds the job";
-  return t + "\n";
 }
 
 json CompareJson(const CompareOptions& o, const CompareResult& r) {
@@ -356,10 +306,18 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
   for (const auto& storage : CompareStorages(o)) {
     for (const auto& cache : o.caches) {
       json order = json::array();
-      for (const CompareRun* run : Ranked(r, storage, cache, w)) {
+      auto ranked = Ranked(r, storage, cache, w);
+      auto labels = RankLabels(ranked);
+      for (size_t i = 0; i < ranked.size(); i++) {
+        const CompareRun* run = ranked[i];
         order.push_back({{"layout", run->layout},
+                         {"rank", labels[i]},
+                         {"tied_with_above", labels[i][0] == '='},
                          {"samples_per_sec", run->samples_per_sec},
                          {"score", Score(*run)},
+                         {"score_min", run->score_min},
+                         {"score_max", run->score_max},
+                         {"epochs_measured", run->epochs_measured},
                          {"vs_baseline", opt(run->vs_baseline)}});
       }
       ranking.push_back(
@@ -415,6 +373,7 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
   int w = MaxWorkers(o);
   double required = r.runs.empty() ? 0 : r.runs.front().result.required_samples_per_sec;
   std::string t;
+  bool any_tie = false;
   if (r.ranks > 1) {
     t += fmt::format(
         "\n{} ranks, one training job: each figure is the job's (samples of all "
@@ -430,16 +389,23 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
           LayoutWords(r.baseline));
       // With a required rate, whether each layout feeds the job (MLPerf's AU bar with a
       // simulated accelerator, else the loader's capacity against the rate).
-      t += fmt::format("  {:<4} {:<9} {:<6} {:>10} {:>11} {:>9} {:>9} {:>9} {:>7} {:>7}{}\n",
-                       "rank", "layout", "mode", "samples/s", "MB/s", "opens/s", "p50", "p99", "AU",
-                       "x", required > 0 ? "  verdict" : "");
-      int rank = 1;
-      for (const CompareRun* run : Ranked(r, storage, cache, w)) {
-        std::string verdict = required > 0 ? (Meets(*run, required) ? "  FEEDS" : "  STARVES") : "";
+      t += fmt::format("  {:<4} {:<9} {:<6} {:>10} {:>15} {:>11} {:>9} {:>9} {:>9} {:>7} {:>7}{}\n",
+                       "rank", "layout", "mode", "samples/s", "epochs min-max", "MB/s", "opens/s",
+                       "p50", "p99", "AU", "x", required > 0 ? "  verdict" : "");
+      auto ranked = Ranked(r, storage, cache, w);
+      auto labels = RankLabels(ranked);
+      for (size_t i = 0; i < ranked.size(); i++) {
+        const CompareRun* run = ranked[i];
+        any_tie = any_tie || labels[i][0] == '=';
+        std::string verdict =
+            required > 0 ? (MeetsRate(*run, required) ? "  FEEDS" : "  STARVES") : "";
+        std::string spread = run->epochs_measured > 1
+                                 ? FormatCount(run->score_min) + "-" + FormatCount(run->score_max)
+                                 : std::string("1 epoch");
         t += fmt::format(
-            "  {:<4} {:<9} {:<6} {:>10} {:>11} {:>9} {:>9} {:>9} {:>7} {:>7}{}\n", rank++,
+            "  {:<4} {:<9} {:<6} {:>10} {:>15} {:>11} {:>9} {:>9} {:>9} {:>7} {:>7}{}\n", labels[i],
             run->layout, CompareMode(o.job.mode, run->layout), FormatCount(run->samples_per_sec),
-            FormatRate(run->bytes_per_sec), FormatCount(run->opens_per_sec),
+            spread, FormatRate(run->bytes_per_sec), FormatCount(run->opens_per_sec),
             FormatDuration(run->sample_lat.Percentile(50) / 1e9),
             FormatDuration(run->sample_lat.Percentile(99) / 1e9),
             run->au ? fmt::format("{:.1f}%", *run->au * 100) : "-",
@@ -474,6 +440,10 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
                        FormatCount(run.torch_samples_per_sec),
                        run.model_vs_torch ? fmt::format("{:.2f}x", *run.model_vs_torch) : "-");
     }
+  }
+  if (any_tie) {
+    t += "\n=N: tied with the layout above it within the noise (their measured epochs' "
+         "min-max ranges overlap)\n";
   }
   if (r.ranks > 1) {
     t += "\nstragglers (each run's last epoch):\n";

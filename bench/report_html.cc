@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 
 #include "bench/replay.h"
 #include "bench/svg.h"
@@ -229,8 +230,12 @@ std::string Header(const json& c) {
 std::string Table(const Model& m, const Combo& k) {
   const json& rank = m.Ranking(k);
   std::vector<std::string> order;
+  std::map<std::string, std::string> rank_label;  // "1", "=1" (tied with the row above)
   for (const json& e : Arr(rank, "order")) {
-    if (m.Run(Str(e, "layout"), k)) order.push_back(Str(e, "layout"));
+    if (m.Run(Str(e, "layout"), k)) {
+      order.push_back(Str(e, "layout"));
+      rank_label[Str(e, "layout")] = Str(e, "rank");
+    }
   }
   std::vector<std::string> rest;
   for (const auto& l : m.layouts) {
@@ -252,7 +257,8 @@ std::string Table(const Model& m, const Combo& k) {
   std::string out = fmt::format("<h3>{}</h3>", Esc(title));
   out += fmt::format(
       "<table data-storage=\"{}\" data-cache=\"{}\"><tr><th>#</th><th>layout</th>"
-      "<th>samples/s</th><th>read rate</th><th>opens/s</th><th>p50</th><th>p99</th>"
+      "<th>samples/s</th><th title=\"the ranking score over the measured epochs\">epochs "
+      "min–max</th><th>read rate</th><th>opens/s</th><th>p50</th><th>p99</th>"
       "<th>first batch</th><th>AU</th><th>headroom</th><th>× baseline</th><th>size</th>"
       "<th>build</th></tr>",
       Esc(k.storage), Esc(k.cache));
@@ -269,11 +275,21 @@ std::string Table(const Model& m, const Combo& k) {
     auto ratio = [](double v) { return fmt::format("{:.2f}×", v); };
     out += fmt::format(
         "<tr{}><td>{}</td><td><span class=\"sw\" style=\"background:{}\"></span>{}</td>",
-        l == base ? " class=\"base\"" : "", ++n, m.Colour(l), Esc(l));
+        l == base ? " class=\"base\"" : "",
+        rank_label.count(l) && !rank_label[l].empty()
+            ? Esc(rank_label[l]) + (rank_label[l][0] == '=' ? " <small>tied</small>" : "")
+            : std::to_string(n + 1),
+        m.Colour(l), Esc(l));
+    n++;
     out += fmt::format("<td class=\"bar\" style=\"--w:{}%\" {}>{}</td>",
                        Px(best > 0 && sps > 0 ? 100 * sps / best : 0),
                        DataAttrs(Key(l, k, "samples_per_sec"), sps),
                        std::isnan(sps) ? "—" : FormatCount(sps));
+    double lo = Num(*r, "score_min"), hi = Num(*r, "score_max");
+    out += fmt::format("<td {}>{}</td>", DataAttrs(Key(l, k, "score_min"), lo),
+                       Num(*r, "epochs_measured") > 1 && !std::isnan(lo)
+                           ? FormatCount(lo) + "–" + FormatCount(hi)
+                           : std::string("1 epoch"));
     out += cell("bytes_per_sec", Num(*r, "bytes_per_sec"), FormatRate);
     out += cell("opens_per_sec", Num(*r, "opens_per_sec"), FormatCount);
     out += cell("p50_ns", Pct(r->value("sample_lat_ns", json()), 50), svg::Ns);

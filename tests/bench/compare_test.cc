@@ -233,3 +233,46 @@ TEST_CASE("replay worker sweep: the last epoch of each run, the fewest workers t
   CHECK(ds::bench::WorkerSweepText(sw).find("no required rate") != std::string::npos);
   CHECK(ds::bench::SweepWorkers({}).points.empty());
 }
+
+TEST_CASE("compare: the ranking marks layouts inside the noise as tied and shows the spread",
+          "[bench]") {
+  CompareOptions o;
+  o.layouts = {"dir", "native", "wds"};
+  o.caches = {"cold"};
+  CompareResult r;
+  r.baseline = "dir";
+  // native 2943 (2900-3000) and dir 2940 (2800-3100) overlap: tied; wds 1000-1100 does not.
+  r.runs.push_back(
+      Run("native", "local", "cold", 4, {Epoch(2900, 1), Epoch(2943, 1), Epoch(3000, 1)}));
+  r.runs.push_back(
+      Run("dir", "local", "cold", 4, {Epoch(2800, 1), Epoch(2940, 1), Epoch(3100, 1)}));
+  r.runs.push_back(
+      Run("wds", "local", "cold", 4, {Epoch(1000, 1), Epoch(1050, 1), Epoch(1100, 1)}));
+  ds::bench::RankAndRecommend(o, &r);
+  auto j = ds::bench::CompareJson(o, r);
+  const auto& order = j["ranking"][0]["order"];
+  REQUIRE(order.size() == 3);
+  CHECK(order[0]["layout"] == "native");
+  CHECK(order[0]["rank"] == "1");
+  CHECK(order[1]["layout"] == "dir");
+  CHECK(order[1]["rank"] == "=1");
+  CHECK(order[1]["tied_with_above"] == true);
+  CHECK(order[2]["rank"] == "3");
+  CHECK(order[2]["tied_with_above"] == false);
+  CHECK(order[1]["score_min"] == Approx(2800));
+  CHECK(order[1]["score_max"] == Approx(3100));
+  std::string t = ds::bench::CompareText(o, r);
+  INFO(t);
+  CHECK(t.find("=1   dir") != std::string::npos);
+  CHECK(t.find("2800-3100") != std::string::npos);
+  CHECK(t.find("=N: tied with the layout above it") != std::string::npos);
+  // One measured epoch is never a tie: no noise can be told.
+  CompareResult one;
+  one.baseline = "dir";
+  one.runs.push_back(Run("native", "local", "cold", 4, {Epoch(2943, 1)}));
+  one.runs.push_back(Run("dir", "local", "cold", 4, {Epoch(2940, 1)}));
+  ds::bench::RankAndRecommend(o, &one);
+  auto j1 = ds::bench::CompareJson(o, one);
+  CHECK(j1["ranking"][0]["order"][1]["rank"] == "2");
+  CHECK(ds::bench::CompareText(o, one).find("1 epoch") != std::string::npos);
+}

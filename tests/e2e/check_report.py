@@ -102,7 +102,8 @@ def check_dom(dom, c):
         raise Fail(f"{len(bars)} samples_per_sec bars in the chart, expected one per run ({len(runs)})")
     for r in runs:
         base = f"{r['layout']}/{r['storage']}/{r['cache']}"
-        for tag, field in (("rect", "samples_per_sec"), ("td", "samples_per_sec"), ("td", "au")):
+        for tag, field in (("rect", "samples_per_sec"), ("td", "samples_per_sec"), ("td", "au"),
+                           ("td", "score_min")):
             key = f"{base}/{field}"
             got = [v for t, k, v in dom.keyed if t == tag and k == key]
             if len(got) != 1:
