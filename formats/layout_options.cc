@@ -97,6 +97,9 @@ Result<WriterOptions> MakeWriterOptions(Format f, const LayoutKnobs& k,
   if (f != Format::kWds && k.dali_index) {
     return NotTaken(f, "dali_index", "DALI's wds2idx index is for WebDataset shards");
   }
+  if (f != Format::kWds && k.wds_index_sidecar) {
+    return NotTaken(f, "wds_index", "it places WebDataset's sample index");
+  }
   WriterOptions out;
   switch (f) {
     case Format::kNative: {
@@ -108,6 +111,7 @@ Result<WriterOptions> MakeWriterOptions(Format f, const LayoutKnobs& k,
     case Format::kWds: {
       auto o = Sharded<WdsOptions>(k, common);
       o.dali_index = k.dali_index;
+      o.index_sidecar = k.wds_index_sidecar;
       out = o;
       break;
     }

@@ -55,6 +55,9 @@ struct NativeOptions : ShardingOptions {
 
 struct WdsOptions : ShardingOptions {
   bool dali_index = false;  // also write DALI's wds2idx sidecar per shard
+  // The sample index in shard-N.dsidx next to the shard, not as the tar's last member (for
+  // readers that would take the member for a sample: DALI without an index; docs/formats/wds.md).
+  bool index_sidecar = false;
 };
 struct TfrecordOptions : ShardingOptions {};
 struct RecordioOptions : ShardingOptions {};
@@ -89,6 +92,7 @@ struct LayoutKnobs {
   std::optional<LmdbLayout> lmdb_layout;
   std::optional<uint64_t> lmdb_map_size;
   bool dali_index = false;
+  bool wds_index_sidecar = false;
 };
 
 // The options of layout f from the knobs; kInvalidArgument naming the knob when f does not take

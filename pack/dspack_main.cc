@@ -27,6 +27,7 @@ constexpr ds::OptionName kFlags[] = {
     {"lmdb_layout", "--lmdb-layout"},
     {"lmdb_layout=sample", "--lmdb-layout sample"},
     {"dali_index", "--wds-dali-index"},
+    {"wds_index", "--wds-index"},
     {"lmdb_map_size", "the LMDB map size"},
     {"label_from_dir", "--label-from-dir"},
     {"exclude", "--exclude"},
@@ -122,6 +123,7 @@ int main(int argc, char** argv) try {
   std::string shard_size, align, lmdb_layout, on_error = "fail", format = "native", schema,
                                               field_map;
   bool dali_index = false, force = false, resume = false;
+  std::string wds_index;
   uint64_t seed = 0;
   bool quiet = false, json = false;
   double mpi_timeout = 3600;
@@ -149,6 +151,11 @@ int main(int argc, char** argv) try {
       ->check(CLI::IsMember({"field", "sample", "pickle", "caffe"}));
   conv->add_flag("--wds-dali-index", dali_index,
                  "wds: also write a DALI wds2idx index (.idx) next to each shard");
+  conv->add_option("--wds-index", wds_index,
+                   "wds: where dspack's sample index goes: 'member' (the tar's last member, "
+                   "__dspack_index__; default) or 'sidecar' (shard-N.dsidx beside it, so the tar "
+                   "holds only samples, for readers such as DALI without an index)")
+      ->check(CLI::IsMember({"member", "sidecar"}));
   conv->add_option("--shard-size", shard_size,
                    "Target shard size, e.g. 256MiB (the default), 1GB; native, wds, tfrecord, "
                    "recordio");
@@ -247,6 +254,7 @@ int main(int argc, char** argv) try {
     }
     if (!lmdb_layout.empty()) co.layout.lmdb_layout = *ds::ParseLmdbLayout(lmdb_layout);
     co.layout.dali_index = dali_index;
+    co.layout.wds_index_sidecar = wds_index == "sidecar";
     if (!schema.empty()) co.schema = *ds::ParseSchemaKind(schema);
     if (!field_map.empty()) {
       auto rules = ds::ParseFieldMap(field_map);

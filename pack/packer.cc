@@ -229,8 +229,9 @@ json Packer::CreationOptions() const {
   if (const auto* lmdb = std::get_if<LmdbOptions>(&wopt_)) {
     j["lmdb_layout"] = lmdb->layout ? LmdbLayoutName(*lmdb->layout) : "default";
   }
-  if (const auto* wds = std::get_if<WdsOptions>(&wopt_); wds && wds->dali_index) {
-    j["wds_dali_index"] = true;
+  if (const auto* wds = std::get_if<WdsOptions>(&wopt_)) {
+    if (wds->dali_index) j["wds_dali_index"] = true;
+    if (wds->index_sidecar) j["wds_index"] = "sidecar";
   }
   return j;
 }

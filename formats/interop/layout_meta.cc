@@ -114,7 +114,7 @@ bool IsInteropFile(std::string_view name) {
   return MatchesLayoutFile(
       name,
       {kLayoutMetaName, kSampleCrcName, "classes.txt", "data.mdb", "lock.mdb", "data.mdb-lock"},
-      {".tar", ".tfrecord", ".rec", ".idx", ".lst"});
+      {".tar", ".tfrecord", ".rec", ".idx", ".lst", ".dsidx"});
 }
 
 Result<OutDirState> PrepareInteropDir(const std::string& out, Format format,

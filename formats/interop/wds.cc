@@ -1,6 +1,8 @@
 #include "formats/interop/wds.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 
 #include <cstring>
 #include <unordered_set>
@@ -10,6 +12,7 @@
 #include "formats/interop/tar.h"
 #include "src/checksum.h"
 #include "src/endian.h"
+#include "src/fd.h"
 #include "src/human.h"
 
 namespace ds::wds {
@@ -27,7 +30,9 @@ uint64_t IndexDataSize(uint64_t count) { return AlignUp(16 * count + kTrailerSiz
 class Writer : public ShardedWriter {
  public:
   Writer(std::string out, const WdsOptions& o, bool created)
-      : ShardedWriter(Format::kWds, std::move(out), o, created, ".tar"), want_dali_(o.dali_index) {}
+      : ShardedWriter(Format::kWds, std::move(out), o, created, ".tar"),
+        want_dali_(o.dali_index),
+        index_sidecar_(o.index_sidecar) {}
 
  private:
   // Exact: the members' headers and padded data.
@@ -114,21 +119,27 @@ class Writer : public ShardedWriter {
   Status ShardEnd(Sidecars* sidecars) override {
     uint64_t count = entries_.size() / 16;
     uint64_t data = IndexDataSize(count);
-    std::string idx = tar::MemberHeaders(kIndexMember, data);
-    idx += entries_;
-    idx.append(data - entries_.size() - kTrailerSize, '\0');
-    idx.append(kIndexMagic, sizeof(kIndexMagic));
-    PutLE64(&idx, count);
-    PutLE64(&idx, Xxh3_64(entries_));
-    PutLE64(&idx, 0);
-    idx.append(2 * kBlock, '\0');  // end of archive
-    DS_RETURN_IF_ERROR(Write(idx));
+    std::string index = entries_;
+    index.append(data - entries_.size() - kTrailerSize, '\0');
+    index.append(kIndexMagic, sizeof(kIndexMagic));
+    PutLE64(&index, count);
+    PutLE64(&index, Xxh3_64(entries_));
+    PutLE64(&index, 0);
+    std::string tail;
+    if (index_sidecar_) {
+      sidecars->emplace_back(kIndexSidecarExt, std::move(index));
+    } else {
+      tail = tar::MemberHeaders(kIndexMember, data) + index;
+    }
+    tail.append(2 * kBlock, '\0');  // end of archive
+    DS_RETURN_IF_ERROR(Write(tail));
     if (want_dali_) sidecars->emplace_back(".idx", fmt::format("v1.2 {}\n", count) + dali_);
     return Status::Ok();
   }
 
   bool want_dali_;
-  std::string dali_;  // wds2idx v1.2 lines of this shard (when dali_)
+  bool index_sidecar_;  // the index in shard-N.dsidx, not a member
+  std::string dali_;    // wds2idx v1.2 lines of this shard (when dali_)
   std::string dali_line_;
   std::string key_;
   std::vector<FieldInfo> fields_;
@@ -163,25 +174,49 @@ class Reader : public ShardedReader {
     };
   }
 
-  // The __dspack_index__ member, when present and consistent with the file; otherwise *ok=false
-  // (the caller scans).
+  // The sample index of shard s, when present and consistent with the file: its sidecar
+  // shard-N.dsidx, or else the __dspack_index__ member; otherwise *ok=false (the caller scans).
   Status LoadIndex(uint32_t s, bool* ok) {
     uint64_t size = shards_[s].size;
+    std::string tar_path = ShardPath(s);
+    std::string sidecar = tar_path.substr(0, tar_path.size() - 4) + kIndexSidecarExt;
+    if (OwnedFd fd(::open(sidecar.c_str(), O_RDONLY | O_CLOEXEC)); fd.get() >= 0) {
+      struct stat st;
+      if (::fstat(fd.get(), &st) != 0 || st.st_size < static_cast<off_t>(kTrailerSize) ||
+          static_cast<uint64_t>(st.st_size) > size) {
+        return Status::Ok();
+      }
+      std::string index(static_cast<size_t>(st.st_size), '\0');
+      DS_RETURN_IF_ERROR(ReadFullAt(fd.get(), index.data(), index.size(), 0, sidecar));
+      // The samples end where the tar's end-of-archive blocks begin.
+      return ParseIndex(s, index, size - 2 * kBlock, ok);
+    }
     if (size < 3 * kBlock + kTrailerSize) return Status::Ok();
     std::string tail(2 * kBlock + kTrailerSize, '\0');
-    DS_RETURN_IF_ERROR(ReadFullAt(shards_[s].fd.get(), tail.data(), tail.size(), size - tail.size(),
-                                  ShardPath(s)));
-    if (std::memcmp(tail.data(), kIndexMagic, 8) != 0) return Status::Ok();
+    DS_RETURN_IF_ERROR(
+        ReadFullAt(shards_[s].fd.get(), tail.data(), tail.size(), size - tail.size(), tar_path));
     if (tail.find_first_not_of('\0', kTrailerSize) != std::string::npos) return Status::Ok();
+    if (std::memcmp(tail.data(), kIndexMagic, 8) != 0) return Status::Ok();
     uint64_t count = LoadLE64(&tail[8]);
     if (count > size / kBlock) return Status::Ok();
     uint64_t data = IndexDataSize(count);
     if (data + 3 * kBlock > size) return Status::Ok();
-    uint64_t entries_off = size - 2 * kBlock - data;
-    std::string entries(16 * count, '\0');
-    DS_RETURN_IF_ERROR(
-        ReadFullAt(shards_[s].fd.get(), entries.data(), entries.size(), entries_off, ShardPath(s)));
-    if (Xxh3_64(entries) != LoadLE64(&tail[16])) return Status::Ok();
+    uint64_t data_off = size - 2 * kBlock - data;
+    std::string index(data, '\0');
+    DS_RETURN_IF_ERROR(ReadFullAt(shards_[s].fd.get(), index.data(), data, data_off, tar_path));
+    // The samples end at the index member's own header.
+    return ParseIndex(s, index, data_off - kBlock, ok);
+  }
+
+  // An index's data (entries, padding, trailer: docs/formats/wds.md), whose samples must tile
+  // [0, samples_end) of shard s.
+  Status ParseIndex(uint32_t s, const std::string& index, uint64_t samples_end, bool* ok) {
+    const char* trailer = index.data() + index.size() - kTrailerSize;
+    if (std::memcmp(trailer, kIndexMagic, 8) != 0) return Status::Ok();
+    uint64_t count = LoadLE64(trailer + 8);
+    if (count > index.size() / 16 || index.size() != IndexDataSize(count)) return Status::Ok();
+    std::string_view entries(index.data(), 16 * count);
+    if (Xxh3_64(entries) != LoadLE64(trailer + 16)) return Status::Ok();
     uint64_t prev = 0;
     std::vector<Entry> mine;
     for (uint64_t i = 0; i < count; i++) {
@@ -190,7 +225,7 @@ class Reader : public ShardedReader {
       mine.push_back({s, b, e});
       prev = e;
     }
-    if (prev != entries_off - kBlock) return Status::Ok();  // the index member's own header
+    if (prev != samples_end) return Status::Ok();
     entries_.insert(entries_.end(), mine.begin(), mine.end());
     *ok = true;
     return Status::Ok();

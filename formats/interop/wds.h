@@ -18,6 +18,7 @@
 namespace ds::wds {
 
 inline constexpr const char* kIndexMember = "__dspack_index__";
+inline constexpr const char* kIndexSidecarExt = ".dsidx";  // WdsOptions::index_sidecar
 inline constexpr char kIndexMagic[8] = {'D', 'S', 'P', 'K', 'W', 'I', 'X', '1'};
 inline constexpr uint64_t kTrailerSize = 32;
 inline constexpr uint64_t kBlock = 512;

@@ -105,6 +105,32 @@ diff -r ref gnu > /dev/null || fail "GNU tar's extract differs from ref"
 rm -rf gnu
 pass "GNU tar lists and extracts every wds shard; the index member is last"
 
+# --wds-index sidecar: the index beside each shard (shard-N.dsidx), the tar holding only samples,
+# so a reader that groups members itself (DALI without an index: a member whose name has no
+# extension becomes a sample of its own) sees exactly the samples. The samples' bytes and the
+# shard cut points are those of the default layout: each tar is the default's up to its index
+# member, and each .dsidx is that member's data.
+"$DSPACK" convert nat out.wdsx --format wds --shard-size 8M --wds-index sidecar --quiet
+[ "$(ls out.wdsx/shard-*.dsidx | wc -l)" -eq "$(ls out.wds/shard-*.tar | wc -l)" ] || fail "one .dsidx per shard"
+for s in out.wds/shard-*.tar; do
+  x="out.wdsx/${s#out.wds/}"
+  tar -tf "$x" > members.txt || fail "GNU tar cannot list $x"
+  ! grep -q "__dspack_index__" members.txt || fail "$x still has the index member"
+  # webdataset's and DALI's split: the extension starts at the first dot of the base name
+  ! grep -qv '^\(.*/\)\?[^/.]\+\.[^/]\+$' members.txt || fail "$x: a member without an extension"
+  n=$(( $(stat -c %s "$x") - 1024 ))
+  cmp -s -n "$n" "$s" "$x" || fail "$x: the samples differ from the default layout's"
+  d="${x%.tar}.dsidx"
+  cmp -s <(tail -c $(( $(stat -c %s "$d") + 1024 )) "$s" | head -c "$(stat -c %s "$d")") "$d" || fail "$d is not the index member's data"
+done
+"$DSPACK" verify out.wdsx -q || fail "verify --wds-index sidecar"
+cmp -s <("$DSPACK" ls out.wds) <("$DSPACK" ls out.wdsx) || fail "ls differs with --wds-index sidecar"
+"$DSPACK" extract out.wdsx xb.wdsx --with-labels -q && diff -r ref xb.wdsx > /dev/null || fail "extract --wds-index sidecar"
+rm -rf xb.wdsx
+expect_exit 2 "$DSPACK" convert nat out.tfx --format tfrecord --wds-index sidecar
+expect_err "--wds-index"
+pass "wds --wds-index sidecar: tars of samples only (every member KEY.EXT), the same bytes and index beside them, verify, ls, extract"
+
 # DALI index sidecars; the tar shards do not change with them (same input, same bytes).
 "$DSPACK" convert nat out.wdsd --format wds --shard-size 8M --wds-dali-index --quiet
 spec_read wds out.wdsd ref
