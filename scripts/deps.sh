@@ -14,6 +14,7 @@ DSPACK_APT_PACKAGES=(
   protobuf-compiler python3-protobuf  # tests/e2e/schema.sh parses tf.train.Example with protoc's code
   gnuplot-nox  # fio's fio2gnuplot/fio_generate_plots plot our logs in tests/e2e/fio_compat.sh
   help2man dpkg-dev  # man pages from --help (cmake/install.cmake); cpack's dpkg-shlibdeps
+  mmdebstrap  # tests/e2e/install.sh installs the .deb into a clean Debian 12 chroot
   libopenmpi-dev openmpi-bin  # MPI ranks (mpi/, docs/mpi.md); tests/e2e/mpi.sh runs mpirun
 )
 
