@@ -353,10 +353,24 @@ const Option* Find(std::string_view key) {
 }
 
 Status Unknown(const std::string& key, const std::string& where) {
+  // A typo of one we support: "did you mean bsrange?" (at most 2 edits away).
+  std::string_view best;
+  size_t best_d = 3;
+  for (const auto& o : kOptions) {
+    for (const char* n : {o.name, o.alias}) {
+      if (!n) continue;
+      if (size_t d = EditDistance(key, n); d < best_d) {
+        best_d = d;
+        best = n;
+      }
+    }
+  }
+  std::string hint =
+      best.empty() ? std::string("remove it") : fmt::format("did you mean {}?", best);
   return Status(Code::kInvalidArgument,
                 fmt::format("{}: '{}' is not an option dsbench io supports (`dsbench io --help` "
-                            "lists them); remove it",
-                            where, key));
+                            "lists them); {}",
+                            where, key, hint));
 }
 
 std::string Trim(std::string_view s) {

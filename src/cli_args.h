@@ -39,22 +39,6 @@ inline int Fail(std::string_view tool, const Status& status,
 
 namespace internal {
 
-// Edit distance (Levenshtein), for "did you mean".
-inline size_t EditDistance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  for (size_t j = 0; j <= b.size(); j++) row[j] = j;
-  for (size_t i = 1; i <= a.size(); i++) {
-    size_t diag = row[0];
-    row[0] = i;
-    for (size_t j = 1; j <= b.size(); j++) {
-      size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-
 // The closest long option of `app` to `flag` ("--formt" -> "--format"), or "" when none is
 // within 2 edits.
 inline std::string Closest(const CLI::App& app, std::string_view flag) {

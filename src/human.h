@@ -34,4 +34,7 @@ namespace ds {
 // Makes arbitrary bytes (keys, paths) safe for one-line messages: printable ASCII and valid
 // UTF-8 pass through; control bytes and invalid UTF-8 become \xNN, '\\' becomes "\\\\".
 std::string EscapeBytes(std::string_view s);
+
+// Edit distance (Levenshtein) of two names, for "did you mean --format?".
+size_t EditDistance(std::string_view a, std::string_view b);
 }  // namespace ds

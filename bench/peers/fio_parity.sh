@@ -1,14 +1,20 @@
 #!/usr/bin/env bash
 # The same jobs with fio and with dsbench on the same file, interleaved, in one run; prints the
 # median IOPS / bandwidth of each and the ratio dsbench/fio, plus CPU per IO.
-#   bench/peers/fio_parity.sh [DIR=/tmp/dspack-parity] [RUNTIME=10] [ROUNDS=3]
+#   bench/peers/fio_parity.sh [DIR=/tmp/dspack-parity] [RUNTIME=10] [ROUNDS=3] [SIZE=2G]
+# The last job is the runbook's storage check word for word (no --time_based: each of the 4 jobs
+# reads SIZE or stops at RUNTIME); `bench/peers/fio_parity.sh /scratch/p 30 3 20G` is exactly
+#   fio --name=seq_read --filename=F --rw=read --bs=1M --size=20G --direct=1 --ioengine=libaio
+#       --numjobs=4 --runtime=30 --group_reporting
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-DIR=${1:-/tmp/dspack-parity}; RT=${2:-10}; ROUNDS=${3:-3}
+DIR=${1:-/tmp/dspack-parity}; RT=${2:-10}; ROUNDS=${3:-3}; SIZE=${4:-2G}
 DSBENCH=${DSBENCH:-$PWD/build/bench/dsbench}
 mkdir -p "$DIR"
 F="$DIR/parity.dat"
-[ -f "$F" ] || fio --name=lay --filename="$F" --size=2G --rw=write --bs=1M --direct=1 --refill_buffers --output=/dev/null
+want=$(numfmt --from=iec "$SIZE")
+[ -f "$F" ] && [ "$(stat -c %s "$F")" -ge "$want" ] ||
+  fio --name=lay --filename="$F" --size="$SIZE" --rw=write --bs=1M --direct=1 --refill_buffers --output=/dev/null
 out="$DIR/parity.txt"; : > "$out"
 # Each job is given to fio and to dsbench as the same words (dsbench io takes fio's options).
 # The 4-job cases are the runbook's `--numjobs=4 --group_reporting` (4 jobs on one file).
@@ -20,14 +26,18 @@ jobs=(
   "seq1m-4jobs-libaio|--rw=read --bs=1M --ioengine=libaio --direct=1 --numjobs=4 --group_reporting"
   "seq1m-4jobs-io_uring|--rw=read --bs=1M --ioengine=io_uring --direct=1 --numjobs=4 --group_reporting"
   "rand-bssplit-zipf-io_uring|--rw=randread --bssplit=4k/70:64k/30 --random_distribution=zipf:1.2 --iodepth=16 --ioengine=io_uring --direct=1"
+  "runbook|--rw=read --bs=1M --direct=1 --ioengine=libaio --numjobs=4 --group_reporting"
 )
 for r in $(seq 1 "$ROUNDS"); do
   for j in "${jobs[@]}"; do
     name=${j%%|*}; args=${j#*|}
     # shellcheck disable=SC2086
-    fio --name=p --filename="$F" --size=2G $args --runtime="$RT" --time_based --output-format=json > "$DIR/fio.json"
+    tb=--time_based; jn=p
+    [ "$name" = runbook ] && tb= && jn=seq_read  # word for word: runtime caps, no time_based
     # shellcheck disable=SC2086
-    "$DSBENCH" io --name=p --filename="$F" --size=2G $args --runtime="$RT" --time_based --output-format=json > "$DIR/ds.json"
+    fio --name=$jn --filename="$F" --size="$SIZE" $args --runtime="$RT" $tb --output-format=json > "$DIR/fio.json"
+    # shellcheck disable=SC2086
+    "$DSBENCH" io --name=$jn --filename="$F" --size="$SIZE" $args --runtime="$RT" $tb --output-format=json > "$DIR/ds.json"
     /usr/bin/python3 - "$name" "$DIR/fio.json" "$DIR/ds.json" >> "$out" <<'PY'
 import json, sys
 name, f, d = sys.argv[1:4]

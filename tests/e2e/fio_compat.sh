@@ -153,6 +153,8 @@ pass "a job file (.fio, or text starting with '[') is never written, even with -
 before=$(ls d)
 expect_exit 2 "$DSBENCH" io d --size=1M --verify_pattern=0xff
 expect_err "'verify_pattern' is not an option dsbench io supports"
+expect_exit 2 "$DSBENCH" io d --size=1M --bsrang=4k-8k
+expect_err "'bsrang' is not an option dsbench io supports (\`dsbench io --help\` lists them); did you mean bsrange?"
 printf '[global]\nsize=1M\n[j]\ndirectory=d\nexitall_on_error\n' > bad.fio
 expect_exit 2 "$DSBENCH" io bad.fio
 expect_err "bad.fio:5: 'exitall_on_error' is not an option"
