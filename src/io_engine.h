@@ -8,7 +8,8 @@
 //             drains
 //             (liburing's io_uring-cp loop). Options (fio's): SQPOLL (sqthread_poll),
 //             registered files (registerfiles) and fixed buffers (fixedbufs, used by requests
-//             that name a buf_index). Only io_uring_engine.cc includes liburing.h.
+//             that name a buf_index). Only io_uring_engine.cc includes liburing.h (and the
+//             measurement harness bench/micro/tree_read.cc, for the operations the engine lacks).
 //   libaio    Linux native AIO (io_submit/io_getevents, fio's "libaio"); asynchronous for
 //             O_DIRECT only, as in fio. Only libaio_engine.cc includes libaio.h.
 //   mmap      memcpy from/to a MAP_SHARED mapping of the whole file (fio's "mmap"); a file
@@ -90,6 +91,8 @@ class IoEngine {
   virtual Status RegisterFiles(std::span<const int> fds);
   virtual Status RegisterBuffers(std::span<const std::span<char>> buffers);
   const EngineCounters& counters() const { return counters_; }
+  // Starts the counters afresh (an engine reused for a new batch). REQUIRES: inflight() == 0.
+  void ResetCounters() { counters_ = {}; }
 
  protected:
   void NoteQueued(unsigned inflight_now) {
