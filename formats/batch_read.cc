@@ -1,9 +1,11 @@
 // LayoutReader::ReadBatch: many samples, many reads in flight (formats/layout.h).
 #include <fmt/format.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
+#include <memory>
 #include <mutex>
 #include <thread>
 
@@ -18,9 +20,39 @@ namespace {
 struct Slot {
   IoRequest req;
   size_t j = 0;  // position in the batch
-  std::string buf;
+  // Grown, never shrunk, and not zero-filled: every byte DecodeExtent sees was just read.
+  std::unique_ptr<char[]> buf;
+  uint64_t cap = 0;
+  void Reserve(uint64_t n) {
+    if (n <= cap) return;
+    buf.reset(new char[n]);
+    cap = n;
+  }
   uint64_t done = 0;
 };
+
+// One io_uring per thread, kept from batch to batch (and per process: a ring inherited across
+// fork() shares its queues with the parent, so the child makes its own). A ring made per batch
+// cost its setup, and on FUSE or NFS the io-wq worker threads the kernel starts for each ring,
+// every 32 samples: measured in DataLoader workers through the slow file system, batched reads
+// were slower than one pread after another (docs/python.md#measured).
+struct CachedEngine {
+  pid_t pid = 0;
+  unsigned depth = 0;
+  std::unique_ptr<IoEngine> engine;
+};
+
+Result<IoEngine*> ThreadEngine(CachedEngine& c, unsigned depth) {
+  pid_t pid = ::getpid();
+  if (c.engine && (c.pid != pid || c.depth != depth)) c.engine.reset();
+  if (!c.engine) {
+    DS_ASSIGN_OR_RETURN(c.engine, MakeEngine("io_uring", {depth, false}));
+    c.pid = pid;
+    c.depth = depth;
+  }
+  c.engine->ResetCounters();
+  return c.engine.get();
+}
 
 }  // namespace
 
@@ -34,10 +66,13 @@ Status LayoutReader::ReadBatch(std::span<const uint64_t> indices, const BatchRea
   const unsigned k = std::max(1u, o.inflight);
   if (indices.empty()) return Status::Ok();
   if (has_extents() && o.allow_io_uring) {
-    auto engine = MakeEngine("io_uring", {k, false});
+    thread_local CachedEngine cached;
+    auto engine = ThreadEngine(cached, k);
     if (engine.ok()) {
       st.engine = "io_uring";
-      return ReadBatchEngine(**engine, indices, o.landed, out, &st);
+      Status s = ReadBatchEngine(**engine, indices, o.landed, out, &st);
+      if ((*engine)->inflight() != 0) cached.engine.reset();  // left mid-batch: not reusable
+      return s;
     }
     if (engine.status().code() != Code::kUnsupported) return engine.status();
   }
@@ -60,7 +95,7 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, std::span<const uint64_t>
     const SampleExtent& e = extents[s - slots.data()];
     s->req = IoRequest{IoRequest::Op::kRead,
                        e.fd,
-                       s->buf.data() + s->done,
+                       s->buf.get() + s->done,
                        e.length - s->done,
                        e.offset + s->done,
                        0,
@@ -87,7 +122,7 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, std::span<const uint64_t>
       extents[s - slots.data()] = *e;
       s->j = next++;
       s->done = 0;
-      s->buf.resize(e->length);
+      s->Reserve(e->length);
       Status q = queue(s);
       if (!q.ok()) {
         first = q;
@@ -113,7 +148,7 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, std::span<const uint64_t>
         if (q.ok()) continue;
         first = q;
       } else if (first.ok()) {  // complete, or EOF inside it (DecodeExtent names the truncation)
-        auto sample = DecodeExtent(indices[s->j], e, std::string_view(s->buf.data(), s->done));
+        auto sample = DecodeExtent(indices[s->j], e, std::string_view(s->buf.get(), s->done));
         if (sample.ok()) {
           (*out)[s->j] = std::move(*sample);
           if (landed) landed->fetch_add(1, std::memory_order_relaxed);
