@@ -36,7 +36,47 @@ import os as _os
 from ._dspack import CorruptSampleError, DatasetError, assign_shards
 from ._dspack import Reader as _Reader
 
-__all__ = ["open", "Dataset", "CorruptSampleError", "DatasetError", "assign_shards"]
+__all__ = ["open", "Dataset", "Packed", "CorruptSampleError", "DatasetError", "assign_shards"]
+
+
+class Packed:
+    """One field of a packed batch (``read_batch(..., packed=True)``).
+
+    ``data`` is a ``numpy.uint8`` array holding every sample's bytes back to back, and
+    ``offsets`` an int64 array of ``len + 1``: sample j's bytes are
+    ``data[offsets[j]:offsets[j + 1]]`` (``packed[j]``, a view; empty where sample j has no such
+    field). ``data`` owns its buffer, which is the caller's alone (writeable): it, and every view
+    of it, stays valid while referenced; ``torch.from_numpy(packed.data)`` makes one tensor of the
+    whole batch without a copy. ``dspack.torch.MapDataset(packed=True)`` hands out ``Packed``
+    fields holding torch tensors instead; the methods work on either.
+    """
+
+    __slots__ = ("data", "offsets")
+
+    def __init__(self, data, offsets):
+        self.data, self.offsets = data, offsets
+
+    def __len__(self):
+        return len(self.offsets) - 1
+
+    def __getitem__(self, j):
+        n = len(self)
+        if j < 0:
+            j += n
+        if not 0 <= j < n:
+            raise IndexError(f"packed field index {j} out of range ({n} samples)")
+        return self.data[self.offsets[j]:self.offsets[j + 1]]
+
+    def __iter__(self):
+        return (self[j] for j in range(len(self)))
+
+    @property
+    def lengths(self):
+        """Bytes per sample (int64 array)."""
+        return self.offsets[1:] - self.offsets[:-1]
+
+    def __repr__(self):
+        return f"Packed({len(self)} samples, {int(self.offsets[-1])} bytes)"
 
 
 class Dataset:
@@ -111,13 +151,23 @@ class Dataset:
         for start in range(0, n, 256):
             yield from self.read_batch(range(start, min(n, start + 256)))
 
-    def read_batch(self, indices, inflight=32, copy=True, collate=False):
+    def read_batch(self, indices, inflight=32, copy=True, collate=False, packed=False):
         """Samples ``indices`` (any order, repeats allowed), ``inflight`` reads at once.
 
         Returns a list of sample dicts, or with ``collate=True`` one dict of lists (``"__key__"``
         and each field), the shape ``torch.utils.data.default_collate`` gives, without tensors.
+        With ``packed=True``, one dict: ``"__key__"`` (a list of str), each field a ``Packed``
+        (every sample's bytes in one buffer), and the label field an int64 numpy array; the
+        fewest Python objects per batch (``copy`` and ``collate`` do not apply).
         """
-        return self._open().read_batch([_index(i) for i in indices], inflight, copy, collate)
+        idx = [_index(i) for i in indices]
+        if packed:
+            d = self._open().read_packed(idx, inflight)
+            for name, v in d.items():
+                if isinstance(v, tuple):
+                    d[name] = Packed(*v)
+            return d
+        return self._open().read_batch(idx, inflight, copy, collate)
 
     def last_batch_stats(self):
         """The last read_batch's IO: engine (io_uring or threads), reads, peak reads in flight."""

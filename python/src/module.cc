@@ -35,6 +35,7 @@
 
 #include <atomic>
 #include <charconv>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -100,14 +101,22 @@ py::str Str(std::string_view s) {
   return py::reinterpret_steal<py::str>(o);
 }
 
+// A uint8 array over [p, p + size) kept alive by `base`, which owns the bytes; read-only unless
+// `writeable` (a packed batch's buffer is the caller's alone: torch.from_numpy takes it as is).
+py::array OwnedArray(const void* p, size_t size, py::capsule base, bool writeable = false) {
+  py::array_t<uint8_t> a({static_cast<py::ssize_t>(size)}, {1}, static_cast<const uint8_t*>(p),
+                         std::move(base));
+  if (!writeable) {
+    py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
+  }
+  return a;
+}
+
 py::object Bytes(std::string&& data, bool copy) {
   if (copy) return py::bytes(data.data(), data.size());
   auto* owned = new std::string(std::move(data));
-  py::capsule base(owned, [](void* p) { delete static_cast<std::string*>(p); });
-  py::array_t<uint8_t> a({static_cast<py::ssize_t>(owned->size())}, {1},
-                         reinterpret_cast<const uint8_t*>(owned->data()), base);
-  py::detail::array_proxy(a.ptr())->flags &= ~py::detail::npy_api::NPY_ARRAY_WRITEABLE_;
-  return a;
+  return OwnedArray(owned->data(), owned->size(),
+                    py::capsule(owned, [](void* p) { delete static_cast<std::string*>(p); }));
 }
 
 class Reader {
@@ -141,20 +150,7 @@ class Reader {
   // dict of lists (collate=True: the default_collate shape, without tensors).
   py::object ReadBatch(const std::vector<int64_t>& indices, unsigned inflight, bool copy,
                        bool collate) {
-    std::vector<uint64_t> idx;
-    idx.reserve(indices.size());
-    for (int64_t i : indices) idx.push_back(CheckIndex(i));
-    std::vector<Sample> out;
-    BatchReadStats stats;
-    const LayoutReader& rd = reader();
-    Status st = NoGil([&] {
-      BatchReadOptions o;
-      o.inflight = inflight;
-      o.landed = &landed_;
-      return rd.ReadBatch(idx, o, &out, &stats);
-    });
-    last_stats_ = stats;
-    if (!st.ok()) Raise(st, Phase::kRead);
+    std::vector<Sample> out = ReadSamples(indices, inflight, nullptr);
     if (!collate) {
       py::list l;
       for (auto& s : out) l.append(ToDict(std::move(s), copy));
@@ -171,6 +167,35 @@ class Reader {
       }
     }
     d["__key__"] = keys;
+    return d;
+  }
+
+  // The batch packed (read_batch(packed=True); docs/python.md, "Packed batches"): per field one
+  // writeable uint8 array (the caller's alone) holding every sample's bytes back to back, and int64
+  // offsets (n + 1): sample j's bytes are data[offsets[j]:offsets[j+1]], empty where sample j lacks
+  // the field. The label field, when every sample's parses as an integer, is one int64 array
+  // instead. The samples are concatenated with the GIL released; under the GIL a batch costs one
+  // str per key and a few objects per field, not one object per sample and field.
+  py::dict ReadPacked(const std::vector<int64_t>& indices, unsigned inflight) {
+    std::vector<PackedColumn> cols;
+    std::vector<Sample> out = ReadSamples(indices, inflight, &cols);
+    py::dict d;
+    py::list keys;
+    for (const auto& s : out) keys.append(Str(s.key));
+    d["__key__"] = keys;
+    for (auto& c : cols) {
+      if (c.is_int) {
+        py::array_t<int64_t> a(static_cast<py::ssize_t>(c.ints.size()));
+        std::copy(c.ints.begin(), c.ints.end(), a.mutable_data());
+        d[Str(c.name)] = a;
+        continue;
+      }
+      py::array_t<int64_t> off(static_cast<py::ssize_t>(c.offsets.size()));
+      std::copy(c.offsets.begin(), c.offsets.end(), off.mutable_data());
+      char* p = c.data.release();  // owned by the array's base from here (freed with its last view)
+      py::capsule base(p, [](void* q) { delete[] static_cast<char*>(q); });
+      d[Str(c.name)] = py::make_tuple(OwnedArray(p, size_t(c.offsets.back()), base, true), off);
+    }
     return d;
   }
 
@@ -268,6 +293,75 @@ class Reader {
     return static_cast<uint64_t>(i);
   }
 
+  struct PackedColumn {
+    std::string name;
+    std::vector<int64_t> offsets;  // n + 1
+    std::unique_ptr<char[]> data;
+    bool is_int = false;  // the label field, every sample's an integer: ints instead
+    std::vector<int64_t> ints;
+  };
+
+  // Reads `indices` with the GIL released; with cols set, also packs them there (ReadPacked).
+  std::vector<Sample> ReadSamples(const std::vector<int64_t>& indices, unsigned inflight,
+                                  std::vector<PackedColumn>* cols) {
+    std::vector<uint64_t> idx;
+    idx.reserve(indices.size());
+    for (int64_t i : indices) idx.push_back(CheckIndex(i));
+    std::vector<Sample> out;
+    BatchReadStats stats;
+    const LayoutReader& rd = reader();
+    Status st = NoGil([&] {
+      BatchReadOptions o;
+      o.inflight = inflight;
+      o.landed = &landed_;
+      Status s = rd.ReadBatch(idx, o, &out, &stats);
+      if (s.ok() && cols) Pack(out, cols);
+      return s;
+    });
+    last_stats_ = stats;
+    if (!st.ok()) Raise(st, Phase::kRead);
+    return out;
+  }
+
+  // Without the GIL: the columns of ReadPacked, in the order fields first appear.
+  void Pack(std::vector<Sample>& samples, std::vector<PackedColumn>* cols) const {
+    const size_t n = samples.size();
+    auto column = [&](const std::string& name) -> PackedColumn& {
+      for (auto& c : *cols) {
+        if (c.name == name) return c;
+      }
+      PackedColumn& c = cols->emplace_back();
+      c.name = name;
+      c.offsets.assign(n + 1, 0);
+      return c;
+    };
+    for (size_t j = 0; j < n; j++) {  // sizes first: offsets[j + 1] holds sample j's
+      for (const auto& f : samples[j].fields)
+        column(f.name).offsets[j + 1] = int64_t(f.data.size());
+    }
+    for (auto& c : *cols) {
+      for (size_t j = 0; j < n; j++) c.offsets[j + 1] += c.offsets[j];
+      c.data.reset(new char[std::max<int64_t>(1, c.offsets[n])]);
+      c.is_int = !label_.empty() && c.name == label_;
+      if (c.is_int) c.ints.assign(n, 0);
+    }
+    for (size_t j = 0; j < n; j++) {
+      for (auto& f : samples[j].fields) {
+        PackedColumn& c = column(f.name);
+        std::memcpy(c.data.get() + c.offsets[j], f.data.data(), f.data.size());
+        if (c.is_int) {
+          const char* e = f.data.data() + f.data.size();
+          auto [p, ec] = std::from_chars(f.data.data(), e, c.ints[j]);
+          c.is_int = ec == std::errc() && p == e;
+        }
+        std::string().swap(f.data);  // freed as packed: the batch is held once, not twice
+      }
+    }
+    for (auto& c : *cols) {  // an integer label needs every sample to have one
+      for (size_t j = 0; c.is_int && j < n; j++) c.is_int = c.offsets[j + 1] > c.offsets[j];
+    }
+  }
+
   // The label field's ASCII decimal becomes an int; other fields stay bytes.
   py::object Value(Field& f, bool copy) const {
     if (!label_.empty() && f.name == label_) {
@@ -330,6 +424,7 @@ PYBIND11_MODULE(_dspack, m) {
       .def("get", &Reader::Get, py::arg("i"), py::arg("copy") = true)
       .def("read_batch", &Reader::ReadBatch, py::arg("indices"), py::arg("inflight") = 32,
            py::arg("copy") = true, py::arg("collate") = false)
+      .def("read_packed", &Reader::ReadPacked, py::arg("indices"), py::arg("inflight") = 32)
       .def("last_batch_stats", &Reader::LastStats)
       .def_property_readonly("landed", &Reader::landed)
       .def("sizes", &Reader::Sizes)

@@ -104,6 +104,42 @@ def test_read_batch_keeps_reads_in_flight(data):
         assert stats["peak_inflight"] > 1  # more than one read outstanding at once
 
 
+@pytest.mark.parametrize("layout", ["native", "lmdb", "wds", "tree"])
+def test_a_packed_batch_holds_the_samples_bytes_in_one_buffer(data, layout):
+    ds = dspack.open(data[layout])
+    order = [7, 3, 299, 3, 0]  # any order, a repeat
+    want = [ds[i] for i in order]
+    b = ds.read_batch(order, inflight=4, packed=True)
+    del ds  # the buffers outlive the dataset
+    assert b["__key__"] == [s["__key__"] for s in want]
+    jpeg = b["JPEG"]
+    assert isinstance(jpeg, dspack.Packed) and len(jpeg) == len(order)
+    assert jpeg.data.dtype == np.uint8 and jpeg.data.flags.writeable  # the caller's alone
+    assert jpeg.offsets[0] == 0 and jpeg.offsets[-1] == len(jpeg.data)
+    assert [bytes(v) for v in jpeg] == [s["JPEG"] for s in want]
+    assert list(jpeg.lengths) == [len(s["JPEG"]) for s in want]
+    assert bytes(jpeg[-1]) == want[-1]["JPEG"]
+    with pytest.raises(IndexError):
+        jpeg[len(order)]
+    if layout != "tree":  # a tree has no label field
+        assert b["cls"].dtype == np.int64 and list(b["cls"]) == [s["cls"] for s in want]
+
+
+def test_a_packed_batch_of_samples_with_different_fields(tmp_path, dspack_bin):
+    tree = tmp_path / "t"
+    tree.mkdir()
+    (tree / "a.jpg").write_bytes(b"A" * 10)
+    (tree / "a.txt").write_bytes(b"caption a")
+    (tree / "b.jpg").write_bytes(b"B" * 3)  # no .txt: an empty entry in that field
+    (tree / "c.txt").write_bytes(b"")
+    ds = dspack.open(tree)
+    b = ds.read_batch(range(3), packed=True)
+    assert b["__key__"] == ["a", "b", "c"]
+    assert [bytes(v) for v in b["jpg"]] == [b"A" * 10, b"B" * 3, b""]
+    assert [bytes(v) for v in b["txt"]] == [b"caption a", b"", b""]
+    assert ds.read_batch([], packed=True) == {"__key__": []}
+
+
 def test_zero_copy_arrays_own_their_bytes(data):
     ds = dspack.open(data["wds"])
     a = ds.get(5, copy=False)["JPEG"]

@@ -35,6 +35,43 @@ def test_map_dataset_every_sample_once_per_epoch(data, context, layout):
     assert labels.dtype == torch.int64
 
 
+def test_a_dataloader_batch_is_one_read_batch(data):
+    ds = dt.MapDataset(data["native"], inflight=8, batch_reads=True)
+    seen = []
+    ds.transform = lambda s: seen.append(s["__key__"]) or s
+    loader = DataLoader(ds, batch_size=16, shuffle=False, num_workers=0)
+    batches = list(loader)
+    transformed = list(seen)  # the transform ran on every sample, in order
+    stats = ds.dataset.last_batch_stats()  # the last batch: 300 % 16 = 12 samples in one call
+    assert stats["reads"] >= 12
+    if stats["engine"] == "io_uring":
+        assert stats["peak_inflight"] > 1
+    assert keys_of(batches) == transformed == [ds[i]["__key__"] for i in range(len(ds))]
+    assert [len(v) for v in batches[0]["JPEG"]] == [len(ds[i]["JPEG"]) for i in range(16)]
+
+
+@pytest.mark.parametrize("context", ["fork", "spawn"])
+def test_packed_batches_through_dataloader_workers(data, context):
+    ds = dt.MapDataset(data["native"], packed=True)
+    ds.dataset.read_batch([0, 1])  # the parent's thread has an io_uring before the fork: unused
+    loader = DataLoader(ds, batch_size=32, shuffle=True, num_workers=2,
+                        multiprocessing_context=context, collate_fn=dt.packed_collate)
+    plain = dspack.open(data["native"])
+    seen = []
+    for b in loader:
+        jpeg = b["JPEG"]
+        assert isinstance(jpeg, dspack.Packed) and isinstance(jpeg.data, torch.Tensor)
+        assert jpeg.data.dtype == torch.uint8 and len(jpeg) == len(b["__key__"])
+        assert b["cls"].dtype == torch.int64
+        for j, key in enumerate(b["__key__"]):
+            want = plain[plain.index_of(key)]
+            assert bytes(jpeg[j].numpy()) == want["JPEG"] and int(b["cls"][j]) == want["cls"]
+        seen += b["__key__"]
+    assert sorted(seen) == sorted(plain.keys())  # every sample once
+    with pytest.raises(ValueError):
+        dt.MapDataset(data["native"], packed=True, transform=lambda s: s)
+
+
 def test_a_corrupt_sample_reaches_the_main_process_intact(data, tmp_path):
     bad = tmp_path / "bad"
     shutil.copytree(data["native"], bad)

@@ -1,6 +1,8 @@
 """dspack for PyTorch: datasets, a size-balanced sampler and a threaded loader (docs/python.md).
 
-    MapDataset(path, transform=None)       map-style; fork- and spawn-safe
+    MapDataset(path, transform=None)       map-style; fork- and spawn-safe; a batch is one read
+    MapDataset(path, packed=True) + collate_fn=packed_collate
+                                           a batch as one tensor per field
     StreamDataset(path, shuffle, seed, buffer, ...)
                                            iterable; shards split across ranks and workers
     BalancedDistributedSampler(dataset)    equal counts and bytes per rank
@@ -14,9 +16,9 @@ hazard); ranks come from torch.distributed or RANK/WORLD_SIZE.
 
 from ._dist import BalancedDistributedSampler, balanced_assignment, rank_and_world
 from ._loader import ThreadLoader
-from ._map import MapDataset
+from ._map import MapDataset, packed_collate
 from ._stream import StreamDataset
 from ._transforms import decode_image
 
-__all__ = ["MapDataset", "StreamDataset", "BalancedDistributedSampler", "ThreadLoader",
+__all__ = ["MapDataset", "packed_collate", "StreamDataset", "BalancedDistributedSampler", "ThreadLoader",
            "decode_image", "balanced_assignment", "rank_and_world"]
