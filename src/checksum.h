@@ -1,8 +1,10 @@
 // Checksums used by every dspack format.
 //
 // CRC32C (Castagnoli, reflected polynomial 0x82F63B78, init/xorout 0xFFFFFFFF), the CRC of iSCSI,
-// ext4, TFRecord and our native shards. Uses the SSE4.2 crc32 instruction when the CPU has it,
-// otherwise a slicing-by-8 table; both give identical results (tested against RFC 3720 B.4).
+// ext4, TFRecord and our native shards. On a CPU with AVX-512 VPCLMULQDQ, buffers of 256 bytes
+// and more are folded 64 bytes per carry-less multiply; otherwise the SSE4.2 crc32 instruction
+// runs three interleaved streams; without SSE4.2, a slicing-by-8 table. All give identical
+// results (tested against RFC 3720 B.4 and against each other).
 // Crc32cExtend(crc, data) continues a CRC: Crc32c(a+b) == Crc32cExtend(Crc32c(a), b).
 //
 // Xxh3Hasher: streaming XXH3-64 (seed 0) from libxxhash, used for whole-file hashes in
@@ -23,6 +25,10 @@ inline uint32_t Crc32c(const void* data, size_t n) { return Crc32cExtend(0, data
 inline uint32_t Crc32c(std::string_view s) { return Crc32c(s.data(), s.size()); }
 uint32_t Crc32cSoftwareExtend(uint32_t crc, const void* data, size_t n);  // for tests/benchmarks
 bool Crc32cHardwareAvailable();
+bool Crc32cFoldAvailable();  // the VPCLMULQDQ path
+// Turns the VPCLMULQDQ path on or off for the whole process (tests and benchmarks compare the
+// paths; not thread-safe against concurrent CRCs); returns the previous setting.
+bool Crc32cUseFold(bool on);
 
 // TFRecord's masking (see tensorflow/core/lib/hash/crc32c.h).
 inline uint32_t MaskCrc(uint32_t crc) { return ((crc >> 15) | (crc << 17)) + 0xa282ead8u; }

@@ -1,3 +1,4 @@
+#include <immintrin.h>
 #include <xxhash.h>
 
 #include <array>
@@ -84,12 +85,88 @@ __attribute__((target("sse4.2"))) uint64_t HwThreeWay(uint64_t c0, const uint8_t
   return c0;
 }
 
+// Folding by carry-less multiplication (Intel, "Fast CRC Computation for Generic Polynomials
+// Using PCLMULQDQ", 2009), 64 bytes per VPCLMULQDQ: four 512-bit accumulators take 256 bytes a
+// round, and the crc32 instruction finishes the last 16 bytes. CRC32C is linear, so a 128-bit
+// lane A that lies D bits before lane B may be replaced by A.lo * x^(D+32) + A.hi * x^(D-32)
+// (mod P, bit-reflected, shifted left by one) xored into B without changing the CRC: FoldK(D)
+// holds those two constants, computed here from the polynomial rather than tabulated.
+struct FoldK {
+  uint64_t lo, hi;
+};
+uint64_t XPowModP(int e) {  // x^e mod P, reflected (x^0 is bit 31), then << 1
+  uint32_t r = 0x80000000u;
+  for (int i = 0; i < e; i++) r = (r & 1) ? (r >> 1) ^ kPoly : r >> 1;
+  return uint64_t{r} << 1;
+}
+FoldK MakeFoldK(int d_bits) { return {XPowModP(d_bits + 32), XPowModP(d_bits - 32)}; }
+const FoldK kFold2048 = MakeFoldK(2048), kFold1536 = MakeFoldK(1536), kFold1024 = MakeFoldK(1024),
+            kFold512 = MakeFoldK(512), kFold384 = MakeFoldK(384), kFold256 = MakeFoldK(256),
+            kFold128 = MakeFoldK(128);
+constexpr size_t kFoldMin = 256;  // below this the crc32 instruction alone is as fast
+
+// The maskz_ forms of broadcast and extract (all lanes selected) are the plain ones without
+// _mm512_undefined_epi32, which GCC 12 reports as used uninitialized under -Werror.
+#define DS_FOLD_TARGET __attribute__((target("avx512f,avx512vl,vpclmulqdq,pclmul,sse4.2")))
+
+DS_FOLD_TARGET inline __m512i Load512(const uint8_t* q) { return _mm512_loadu_si512(q); }
+
+DS_FOLD_TARGET inline __m512i Fold512(__m512i x, const FoldK& k, __m512i next) {
+  __m512i kk = _mm512_maskz_broadcast_i32x4(
+      0xFFFF, _mm_set_epi64x(static_cast<long long>(k.hi), static_cast<long long>(k.lo)));
+  return _mm512_ternarylogic_epi64(_mm512_clmulepi64_epi128(x, kk, 0x00),
+                                   _mm512_clmulepi64_epi128(x, kk, 0x11), next, 0x96);
+}
+
+DS_FOLD_TARGET inline __m128i Fold128(__m128i x, const FoldK& k, __m128i next) {
+  __m128i kk = _mm_set_epi64x(static_cast<long long>(k.hi), static_cast<long long>(k.lo));
+  return _mm_ternarylogic_epi64(_mm_clmulepi64_si128(x, kk, 0x00),
+                                _mm_clmulepi64_si128(x, kk, 0x11), next, 0x96);
+}
+
+// The raw register c after the longest prefix of [p, p + n) that is a multiple of 64 bytes;
+// advances p and n past it. REQUIRES: n >= kFoldMin.
+DS_FOLD_TARGET uint64_t FoldExtend(uint64_t c, const uint8_t*& p, size_t& n) {
+  __m512i init =
+      _mm512_inserti32x4(_mm512_setzero_si512(), _mm_cvtsi32_si128(static_cast<int>(c)), 0);
+  __m512i x0 = _mm512_xor_si512(Load512(p), init), x1 = Load512(p + 64), x2 = Load512(p + 128),
+          x3 = Load512(p + 192);
+  p += 256;
+  n -= 256;
+  while (n >= 256) {
+    x0 = Fold512(x0, kFold2048, Load512(p));
+    x1 = Fold512(x1, kFold2048, Load512(p + 64));
+    x2 = Fold512(x2, kFold2048, Load512(p + 128));
+    x3 = Fold512(x3, kFold2048, Load512(p + 192));
+    p += 256;
+    n -= 256;
+  }
+  __m512i x = Fold512(x0, kFold1536, Fold512(x1, kFold1024, Fold512(x2, kFold512, x3)));
+  while (n >= 64) {
+    x = Fold512(x, kFold512, Load512(p));
+    p += 64;
+    n -= 64;
+  }
+  __m128i r = Fold128(_mm512_maskz_extracti32x4_epi32(0xF, x, 0), kFold384,
+                      Fold128(_mm512_maskz_extracti32x4_epi32(0xF, x, 1), kFold256,
+                              Fold128(_mm512_maskz_extracti32x4_epi32(0xF, x, 2), kFold128,
+                                      _mm512_maskz_extracti32x4_epi32(0xF, x, 3))));
+  uint64_t out = _mm_crc32_u64(0, static_cast<uint64_t>(_mm_cvtsi128_si64(r)));
+  return _mm_crc32_u64(out, static_cast<uint64_t>(_mm_extract_epi64(r, 1)));
+}
+
+const bool kHaveFold = __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl") &&
+                       __builtin_cpu_supports("vpclmulqdq") && __builtin_cpu_supports("pclmul") &&
+                       __builtin_cpu_supports("sse4.2");
+bool g_fold_enabled = kHaveFold;
+
 __attribute__((target("sse4.2"))) uint32_t HwExtend(uint32_t crc, const uint8_t* p, size_t n) {
   uint64_t c = ~crc;
   while (n > 0 && (reinterpret_cast<uintptr_t>(p) & 7) != 0) {
     c = __builtin_ia32_crc32qi(static_cast<uint32_t>(c), *p++);
     n--;
   }
+  if (g_fold_enabled && n >= kFoldMin) c = FoldExtend(c, p, n);
   c = HwThreeWay<kLong>(c, p, n, kLongOp);
   c = HwThreeWay<kShort>(c, p, n, kShortOp);
   while (n >= 8) {
@@ -128,6 +205,14 @@ uint32_t Crc32cSoftwareExtend(uint32_t crc, const void* data, size_t n) {
 }
 
 bool Crc32cHardwareAvailable() { return kHaveHw; }
+
+bool Crc32cFoldAvailable() { return kHaveHw && kHaveFold; }
+
+bool Crc32cUseFold(bool on) {
+  bool was = g_fold_enabled;
+  g_fold_enabled = on && kHaveFold;
+  return was;
+}
 
 uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t n) {
   if (kHaveHw) return HwExtend(crc, static_cast<const uint8_t*>(data), n);

@@ -29,12 +29,24 @@ TEST_CASE("crc32c hardware and software agree on every length and alignment", "[
   Rng rng(7);
   std::string buf(100000 + 16, '\0');
   rng.Fill(buf.data(), buf.size());
-  // Past 768 and 24576 bytes the hardware path runs three interleaved streams.
-  for (size_t off = 0; off < 9; off++) {
-    for (size_t len : {0, 1, 7, 8, 9, 63, 64, 65, 767, 768, 769, 1000, 4096, 24575, 24576, 24577,
-                       25000, 49160, 100000}) {
-      CHECK(Crc32c(buf.data() + off, len) == Crc32cSoftwareExtend(0, buf.data() + off, len));
+  // Past 768 and 24576 bytes the crc32 path runs three interleaved streams; from 256 bytes the
+  // VPCLMULQDQ path folds 256 bytes a round, then 64, then finishes with the crc32 instruction.
+  bool fold = Crc32cFoldAvailable();
+  INFO("VPCLMULQDQ path available: " << fold);
+  for (bool use_fold : {false, true}) {
+    bool was = Crc32cUseFold(use_fold);
+    for (size_t off = 0; off < 9; off++) {
+      for (size_t len : {0,    1,    7,    8,     9,     63,    64,    65,    255,   256,
+                         257,  319,  320,  383,   511,   512,   513,   767,   768,   769,
+                         1000, 1087, 4096, 24575, 24576, 24577, 25000, 49160, 100000}) {
+        CAPTURE(use_fold, off, len);
+        CHECK(Crc32c(buf.data() + off, len) == Crc32cSoftwareExtend(0, buf.data() + off, len));
+        uint32_t seed = 0x12345678u + static_cast<uint32_t>(len);  // a running CRC continues
+        CHECK(Crc32cExtend(seed, buf.data() + off, len) ==
+              Crc32cSoftwareExtend(seed, buf.data() + off, len));
+      }
     }
+    Crc32cUseFold(was);
   }
 }
 
