@@ -19,6 +19,8 @@
 // - copy=False hands each field out as a read-only numpy uint8 array that owns the bytes it
 //   views (the C++ buffer moves into the array's base capsule): it lives as long as the array
 //   does, and no copy is made after the read.
+// - read_packed (read_batch(packed=True)) hands each field of a batch out as one writeable uint8
+//   array that owns the batch's bytes of that field, with int64 offsets (Reader::ReadPacked).
 // - malloc: at import, glibc's malloc is limited to one arena (mallopt M_ARENA_MAX 1), keeps up
 //   to 64 MiB of freed memory (M_TRIM_THRESHOLD) and maps only blocks over 16 MiB
 //   (M_MMAP_THRESHOLD), unless DSPACK_MALLOC_ARENAS is set (to a number: that many arenas; to
