@@ -33,9 +33,9 @@ struct Slot {
 
 // One io_uring per thread, kept from batch to batch (and per process: a ring inherited across
 // fork() shares its queues with the parent, so the child makes its own). A ring made per batch
-// cost its setup, and on FUSE or NFS the io-wq worker threads the kernel starts for each ring,
-// every 32 samples: measured in DataLoader workers through the slow file system, batched reads
-// were slower than one pread after another (docs/python.md#measured).
+// pays its setup, and on FUSE or NFS the io-wq worker threads the kernel starts for each ring,
+// every batch; kept, a thread pays them once. In bench/peers/torch_loader.sh the difference was
+// within the noise: there the io-wq hand-off of each read is the larger cost.
 struct CachedEngine {
   pid_t pid = 0;
   unsigned depth = 0;

@@ -43,17 +43,17 @@ done
 /usr/bin/python3 - "$out" "$LATENCY" <<'PY'
 import json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1])]
+group = lambda r: (r["place"], r["cache"], r["inflight"], r["mode"])
 files = runs[0]["files"]
 mb = runs[0]["bytes"] / 1e6
 print(f"every file of a {files}-file tree ({mb:.0f} MB) read whole; slowfs = {sys.argv[2]} per "
-      f"metadata round trip; medians of {sum(1 for r in runs if r['mode'] == 'uring') // 6 or 1}")
+      f"metadata round trip; medians of {len([r for r in runs if group(r) == group(runs[0])])}")
 print(f"{'place':7} {'cache':5} {'K':>3}  {'threads files/s':>15} {'uring files/s':>13} {'x':>5}"
       f"  {'threads cpu-us/f':>16} {'uring cpu-us/f':>14} {'x':>5}  peak in flight t/u")
 keys = sorted({(r["place"], r["cache"], r["inflight"]) for r in runs},
               key=lambda k: (k[0] != "local", k[1] != "warm", k[2]))
 for place, cache, k in keys:
-    sel = {m: [r for r in runs if (r["place"], r["cache"], r["inflight"], r["mode"]) ==
-               (place, cache, k, m)] for m in ("threads", "uring")}
+    sel = {m: [r for r in runs if group(r) == (place, cache, k, m)] for m in ("threads", "uring")}
     rate = {m: files / statistics.median(r["seconds"] for r in sel[m]) for m in sel}
     cpu = {m: statistics.median(r["cpu_seconds"] for r in sel[m]) / files * 1e6 for m in sel}
     peak = {m: max(r["peak_inflight"] for r in sel[m]) for m in sel}

@@ -36,13 +36,14 @@
 #include <unistd.h>
 
 #include <atomic>
-#include <charconv>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "formats/layout.h"
+#include "formats/schema.h"
 #include "formats/shard_assignment.h"
 
 namespace py = pybind11;
@@ -352,9 +353,9 @@ class Reader {
         PackedColumn& c = column(f.name);
         std::memcpy(c.data.get() + c.offsets[j], f.data.data(), f.data.size());
         if (c.is_int) {
-          const char* e = f.data.data() + f.data.size();
-          auto [p, ec] = std::from_chars(f.data.data(), e, c.ints[j]);
-          c.is_int = ec == std::errc() && p == e;
+          std::optional<int64_t> v = ParseInt64(f.data);
+          c.is_int = v.has_value();
+          c.ints[j] = v.value_or(0);
         }
         std::string().swap(f.data);  // freed as packed: the batch is held once, not twice
       }
@@ -367,9 +368,7 @@ class Reader {
   // The label field's ASCII decimal becomes an int; other fields stay bytes.
   py::object Value(Field& f, bool copy) const {
     if (!label_.empty() && f.name == label_) {
-      int64_t v = 0;
-      auto [p, ec] = std::from_chars(f.data.data(), f.data.data() + f.data.size(), v);
-      if (ec == std::errc() && p == f.data.data() + f.data.size()) return py::int_(v);
+      if (std::optional<int64_t> v = ParseInt64(f.data)) return py::int_(*v);
     }
     return Bytes(std::move(f.data), copy);
   }

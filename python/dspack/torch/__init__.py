@@ -1,6 +1,7 @@
 """dspack for PyTorch: datasets, a size-balanced sampler and a threaded loader (docs/python.md).
 
-    MapDataset(path, transform=None)       map-style; fork- and spawn-safe; a batch is one read
+    MapDataset(path, transform=None)       map-style; fork- and spawn-safe; batch_reads=True:
+                                           a DataLoader batch is one read_batch
     MapDataset(path, packed=True) + collate_fn=packed_collate
                                            a batch as one tensor per field
     StreamDataset(path, shuffle, seed, buffer, ...)
@@ -20,5 +21,5 @@ from ._map import MapDataset, packed_collate
 from ._stream import StreamDataset
 from ._transforms import decode_image
 
-__all__ = ["MapDataset", "packed_collate", "StreamDataset", "BalancedDistributedSampler", "ThreadLoader",
-           "decode_image", "balanced_assignment", "rank_and_world"]
+__all__ = ["MapDataset", "packed_collate", "StreamDataset", "BalancedDistributedSampler",
+           "ThreadLoader", "decode_image", "balanced_assignment", "rank_and_world"]

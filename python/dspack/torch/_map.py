@@ -46,7 +46,7 @@ class MapDataset(torch.utils.data.Dataset):
         self.transform = transform
         self.copy = copy
         self.inflight = inflight
-        self.batch_reads = batch_reads or packed
+        self.batch_reads = batch_reads
         self.packed = packed
         self._ds = dspack.open(self.path)
 
