@@ -8,7 +8,9 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdlib>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "src/checksum.h"
@@ -155,10 +157,66 @@ static std::string DirOf(const std::string& path) {
   return path.substr(0, pos);
 }
 
+namespace {
+
+// Writes data into an existing non-regular file (FIFO, device, socket, or a link to one) in place,
+// as fio writes its --output there: no temp file, no rename, no truncation.
+Status WriteInPlace(const std::string& path, std::string_view data) {
+  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_WRONLY | O_NOCTTY));
+  return WriteFull(fd.get(), data.data(), data.size(), path);
+}
+
+}  // namespace
+
+std::string TempNameFor(const std::string& path) {
+  static constexpr char kAlnum[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+  thread_local std::mt19937_64 rng(std::random_device{}() ^
+                                   (static_cast<uint64_t>(::getpid()) << 32));
+  std::string t = path + ".";
+  for (int i = 0; i < kTempTagLen; i++) t += kAlnum[rng() % (sizeof(kAlnum) - 1)];
+  return t + ".tmp";
+}
+
+Result<OwnedFd> CreateExclusiveTemp(const std::string& path, std::string* tmp) {
+  for (int attempt = 0;; attempt++) {
+    *tmp = TempNameFor(path);
+    int fd = ::open(tmp->c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+    if (fd >= 0) return OwnedFd(fd);
+    if (errno != EEXIST || attempt == 16) return Status::FromErrno(errno, *tmp);
+  }
+}
+
 Status WriteFileAtomic(const std::string& path, std::string_view data) {
-  std::string tmp = path + ".tmp";
+  std::string target = path;
+  struct stat st;
+  if (::lstat(path.c_str(), &st) == 0) {
+    if (S_ISLNK(st.st_mode)) {
+      // A link: write to what it points at, as fio does.
+      if (::stat(path.c_str(), &st) != 0) {
+        return Status::FromErrno(errno, path +
+                                            ": a symbolic link whose target cannot be "
+                                            "written; remove the link or point it at a file");
+      }
+      if (S_ISREG(st.st_mode)) {
+        char* real = ::realpath(path.c_str(), nullptr);
+        if (!real) return Status::FromErrno(errno, path + ": resolving the link");
+        target = real;
+        std::free(real);
+      }
+    }
+    if (S_ISDIR(st.st_mode)) {
+      return Status(Code::kInvalidArgument,
+                    path + ": is a directory; give a file name for the output");
+    }
+    if (!S_ISREG(st.st_mode)) return WriteInPlace(path, data);
+  } else if (errno != ENOENT) {
+    return Status::FromErrno(errno, path);
+  }
+  // A regular file or a new name: a temp file only this call created (O_EXCL, a random name, so
+  // a planted link or file is never followed or reused), fsync'd, then renamed over target.
+  std::string tmp;
   {
-    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(tmp, O_WRONLY | O_CREAT | O_TRUNC));
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, CreateExclusiveTemp(target, &tmp));
     Status s = WriteFull(fd.get(), data.data(), data.size(), tmp);
     if (s.ok() && ::fsync(fd.get()) != 0) s = Status::FromErrno(errno, tmp + ": fsync");
     if (!s.ok()) {
@@ -166,12 +224,12 @@ Status WriteFileAtomic(const std::string& path, std::string_view data) {
       return s;
     }
   }
-  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
     int e = errno;
     ::unlink(tmp.c_str());
-    return Status::FromErrno(e, "rename " + tmp + " -> " + path);
+    return Status::FromErrno(e, "rename " + tmp + " -> " + target);
   }
-  return FsyncDir(DirOf(path));
+  return FsyncDir(DirOf(target));
 }
 
 MappedFile& MappedFile::operator=(MappedFile&& o) noexcept {

@@ -66,9 +66,21 @@ Status FsyncDir(const std::string& dir);
 Result<uint64_t> HashFile(const std::string& path);
 // Reads a whole (small) file into a string.
 Result<std::string> ReadWholeFile(const std::string& path);
-// Writes `data` to path via path.tmp + fsync + rename + fsync(dir): never a partial file under
-// the final name.
+// Writes `data` to path, the way fio writes its --output:
+// - a new name or a regular file: via a temp file this call creates (CreateExclusiveTemp) +
+//   fsync + rename + fsync(dir): never a partial file under the final name;
+// - a FIFO, a device or a socket (the pipe of /proc/self/fd/1 too): written in place, never
+//   replaced by a regular file;
+// - a symbolic link: its target, by the same rules (the link stays a link); a dangling link is
+//   an error, and so is a directory.
 Status WriteFileAtomic(const std::string& path, std::string_view data);
+// A fresh temp name beside path: "path.XXXXXX.tmp", XXXXXX kTempTagLen random letters/digits.
+inline constexpr int kTempTagLen = 6;
+std::string TempNameFor(const std::string& path);
+// Creates a temp file for path with O_CREAT|O_EXCL|O_NOFOLLOW under a fresh TempNameFor name
+// (retrying on a name that exists), so a file or link planted at a predictable name is never
+// opened. *tmp receives the name.
+Result<OwnedFd> CreateExclusiveTemp(const std::string& path, std::string* tmp);
 
 class MappedFile {
  public:

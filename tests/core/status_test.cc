@@ -1,8 +1,11 @@
 #include "src/status.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <filesystem>
 
 #include "src/fd.h"
 #include "src/file_writer.h"
@@ -76,4 +79,64 @@ TEST_CASE("FileWriter buffers, truncates back and writes atomically", "[core]") 
   REQUIRE(WriteFileAtomic(dir / "a", "content").ok());
   CHECK(test::ReadFile(dir / "a") == "content");
   CHECK(access((dir / "a.tmp").c_str(), F_OK) != 0);
+}
+
+TEST_CASE("WriteFileAtomic never follows a planted temp path and keeps special files", "[core]") {
+  test::TempDir td;
+  std::filesystem::path dir = td.path();
+  auto is_reg = [](const std::filesystem::path& p) {
+    struct stat st;
+    return ::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+  };
+  SECTION("a link planted at the old temp name is not written through") {
+    test::WriteFile(dir / "victim", "precious");
+    std::filesystem::create_symlink(dir / "victim", dir / "rep.json.tmp");
+    REQUIRE(WriteFileAtomic(dir / "rep.json", "report").ok());
+    CHECK(test::ReadFile(dir / "victim") == "precious");
+    CHECK(test::ReadFile(dir / "rep.json") == "report");
+    CHECK(std::filesystem::is_symlink(dir / "rep.json.tmp"));
+  }
+  SECTION("a FIFO is written into, not replaced") {
+    std::string fifo = dir / "pipe";
+    REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+    int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+    REQUIRE(rd >= 0);
+    REQUIRE(WriteFileAtomic(fifo, "through").ok());
+    char buf[16] = {};
+    CHECK(::read(rd, buf, sizeof buf) == 7);
+    ::close(rd);
+    CHECK(std::string(buf) == "through");
+    struct stat st;
+    REQUIRE(::lstat(fifo.c_str(), &st) == 0);
+    CHECK(S_ISFIFO(st.st_mode));
+  }
+  SECTION("a device reports its error and stays a device") {
+    Status s = WriteFileAtomic("/dev/full", "x");
+    CHECK(s.code() == Code::kNoSpace);
+    CHECK(s.message().find("/dev/full") != std::string::npos);
+    struct stat st;
+    REQUIRE(::stat("/dev/full", &st) == 0);
+    CHECK(S_ISCHR(st.st_mode));
+    CHECK(WriteFileAtomic("/dev/null", "x").ok());
+    REQUIRE(::stat("/dev/null", &st) == 0);
+    CHECK(S_ISCHR(st.st_mode));
+  }
+  SECTION("a link to a regular file replaces the target and keeps the link") {
+    test::WriteFile(dir / "real", "old");
+    std::filesystem::create_symlink(dir / "real", dir / "link");
+    REQUIRE(WriteFileAtomic(dir / "link", "new").ok());
+    CHECK(std::filesystem::is_symlink(dir / "link"));
+    CHECK(test::ReadFile(dir / "real") == "new");
+    CHECK(is_reg(dir / "real"));
+  }
+  SECTION("a dangling link and a directory are refused") {
+    std::filesystem::create_symlink(dir / "nowhere" / "x", dir / "dangling");
+    CHECK_FALSE(WriteFileAtomic(dir / "dangling", "x").ok());
+    CHECK_FALSE(WriteFileAtomic(dir.string(), "x").ok());
+  }
+  // No temp file is left behind in any case.
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    std::string n = e.path().filename();
+    CHECK((n == "rep.json.tmp" || n.size() < 4 || n.substr(n.size() - 4) != ".tmp"));
+  }
 }
