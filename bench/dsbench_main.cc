@@ -32,7 +32,7 @@ ds::Status NeedsMpi(std::string_view flag) {
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+static int Run(int argc, char** argv) try {
   CLI::App app{"dsbench: can this storage feed ML training? fio-compatible IO jobs and a verdict"};
   app.set_version_flag("--version", std::string("dsbench ") + DSPACK_VERSION);
   app.require_subcommand(1);
@@ -253,3 +253,5 @@ int main(int argc, char** argv) try {
 } catch (...) {
   return ds::ExceptionExit(kTool);
 }
+
+int main(int argc, char** argv) { return ds::FinishStdout(kTool, Run(argc, argv)); }

@@ -259,8 +259,8 @@ Status RunClone(const IoJobOptions& o, std::span<const std::string> paths, unsig
       if (o.rate || o.rate_iops) {
         int64_t t = next_allowed();
         if (t > now) {
-          if (engine->inflight() > 0) break;  // reap meanwhile
-          if (!SleepUntil(t, stop)) break;
+          if (engine->inflight() > 0) break;                    // reap meanwhile
+          if (!SleepUntil(std::min(t, deadline), stop)) break;  // the runtime ends a wait too
           now = NowNs();
           continue;
         }
@@ -348,7 +348,7 @@ Status RunClone(const IoJobOptions& o, std::span<const std::string> paths, unsig
     }
     if (engine->inflight() == 0) {
       if (more(NowNs()) && (o.rate || o.rate_iops)) {  // paced: wait for the next slot
-        if (!SleepUntil(next_allowed(), stop)) break;
+        if (!SleepUntil(std::min(next_allowed(), deadline), stop)) break;
         now = NowNs();
         continue;
       }

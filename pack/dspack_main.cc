@@ -110,7 +110,7 @@ std::string ConvertSummary(const ds::ConvertOptions& o, const ds::ConvertReport&
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+static int Run(int argc, char** argv) try {
   CLI::App app{"dspack: pack ML datasets into verified sequential shards"};
   app.set_version_flag("--version", std::string("dspack ") + DSPACK_VERSION);
   app.require_subcommand(1);
@@ -320,3 +320,5 @@ int main(int argc, char** argv) try {
 } catch (...) {
   return ds::ExceptionExit(kTool);
 }
+
+int main(int argc, char** argv) { return ds::FinishStdout(kTool, Run(argc, argv)); }

@@ -7,6 +7,8 @@
 //   - SizeFlag / DurationFlag: a flag's text through ParseSize / ParseDuration; an error is a
 //     usage error (kInvalidArgument) that names the flag.
 //   - ExceptionExit: the one catch tail of main (bad_alloc, anything else a bug): exit 2.
+//   - FinishStdout: main's last word: a report that could not be written to stdout (a full
+//     disk, /dev/full, a closed pipe) is an error, exit 2, never a silent 0.
 //
 // Header-only and included by the mains only: it pulls in CLI11, which no library links.
 // Thread-safety: call from main's thread.
@@ -14,8 +16,10 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <new>
 #include <string>
@@ -143,6 +147,21 @@ inline int ExceptionExit(std::string_view tool) {
     std::fprintf(stderr, "%.*s: internal error: unknown exception\n", n, tool.data());
   }
   return 2;
+}
+
+// Flushes stdout and checks it for a write error; returns rc, or 2 (with a line on stderr) when
+// the output was lost and rc was 0 or 1. Call as main's return: `return FinishStdout(tool, Run())`.
+inline int FinishStdout(std::string_view tool, int rc) {
+  const int n = static_cast<int>(tool.size());
+  errno = 0;
+  bool flushed = std::fflush(stdout) == 0;
+  int e = errno;
+  if (flushed && !std::ferror(stdout)) return rc;
+  std::fprintf(stderr,
+               "%.*s: writing to standard output failed%s%s; the output is incomplete: "
+               "redirect it to a file system with space, or use the tool's output file option\n",
+               n, tool.data(), e ? ": " : "", e ? std::strerror(e) : "");
+  return rc >= 2 ? rc : 2;
 }
 
 }  // namespace ds

@@ -137,7 +137,7 @@ void PrintSummary(const ds::sync::SyncReport& r, bool json) {
 
 }  // namespace
 
-int main(int argc, char** argv) try {
+static int Run(int argc, char** argv) try {
   if (argc > 1 && std::strcmp(argv[1], "verify") == 0) return Verify(argc - 1, argv + 1);
   CLI::App app{"dssync: stage a dataset onto local disk: parallel, verified, atomic, resumable"};
   app.set_version_flag("--version", std::string("dssync ") + DSPACK_VERSION);
@@ -257,3 +257,5 @@ int main(int argc, char** argv) try {
 } catch (...) {
   return ds::ExceptionExit(kTool);
 }
+
+int main(int argc, char** argv) { return ds::FinishStdout(kTool, Run(argc, argv)); }
