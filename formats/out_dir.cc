@@ -6,11 +6,13 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <filesystem>
 
 #include "formats/registry.h"
 #include "src/dir_lock.h"
+#include "src/fd.h"
 #include "src/human.h"
 
 namespace ds {
@@ -25,7 +27,17 @@ bool EndsWith(std::string_view s, std::string_view suf) {
 
 bool MatchesLayoutFile(std::string_view name, std::initializer_list<std::string_view> names,
                        std::initializer_list<std::string_view> shard_exts) {
-  if (EndsWith(name, ".tmp")) name.remove_suffix(4);
+  if (EndsWith(name, ".tmp")) {
+    name.remove_suffix(4);
+    // WriteFileAtomic's temp names (src/fd.h TempNameFor): NAME.XXXXXX.tmp.
+    size_t n = kTempTagLen + 1;
+    if (name.size() > n && name[name.size() - n] == '.' &&
+        std::all_of(name.end() - kTempTagLen, name.end(),
+                    [](char c) { return std::isalnum(static_cast<unsigned char>(c)); })) {
+      name.remove_suffix(n);
+      if (EndsWith(name, ".tmp")) name.remove_suffix(4);  // a sidecar's temp, made atomically
+    }
+  }
   if (std::find(names.begin(), names.end(), name) != names.end()) return true;
   if (name.rfind("shard-", 0) != 0) return false;
   return std::any_of(shard_exts.begin(), shard_exts.end(),
@@ -41,6 +53,18 @@ Status CheckJoinedDir(const std::string& out) {
                                       "job sees");
   }
   return Status::Ok();
+}
+
+Status CheckSeenHere(const std::string& path, uint64_t size) {
+  struct stat st;
+  if (::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == size) {
+    return Status::Ok();
+  }
+  bool found = ::access(path.c_str(), F_OK) == 0;
+  return Status(Code::kIOError,
+                fmt::format("{}: {} here, though the job wrote {} bytes there; OUT must be on "
+                            "storage every process of the job sees (a shared file system)",
+                            path, found ? fmt::format("{} bytes", st.st_size) : "not found", size));
 }
 
 Result<OutDirState> PrepareOutputDir(const std::string& out, const OutDirSpec& spec,

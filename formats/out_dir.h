@@ -53,8 +53,13 @@ Result<OutDirState> PrepareOutputDir(const std::string& out, const OutDirSpec& s
 // (kIOError saying OUT must be on storage every process of the job sees).
 Status CheckJoinedDir(const std::string& out);
 
-// Whether name (after dropping a ".tmp" suffix) has one of these exact names, or is a shard:
-// "shard-" followed by anything ending in one of shard_exts.
+// For the root of a partitioned write, before it commits: the file another process wrote is here
+// with the size that process reported (kIOError naming the file and saying OUT must be shared
+// storage, if not).
+Status CheckSeenHere(const std::string& path, uint64_t size);
+
+// Whether name (after dropping a ".tmp" or WriteFileAtomic's ".XXXXXX.tmp" suffix) has one of these
+// exact names, or is a shard: "shard-" followed by anything ending in one of shard_exts.
 bool MatchesLayoutFile(std::string_view name, std::initializer_list<std::string_view> names,
                        std::initializer_list<std::string_view> shard_exts);
 

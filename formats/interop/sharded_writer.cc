@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include "formats/out_dir.h"
 #include "src/fd.h"
 
 namespace ds {
@@ -79,18 +80,16 @@ Status ShardedWriter::CloseShard() {
   m.xxh3 = hash_.Digest();
   Status s = shard_->Close(/*sync=*/true);
   shard_.reset();
-  std::string final_path = out_ + "/" + shard_name_;
-  if (s.ok() && ::rename(shard_tmp_.c_str(), final_path.c_str()) != 0) {
-    s = Status::FromErrno(errno, "rename " + shard_tmp_);
-  }
+  // The shard stays under its temp name until the commit (Publish): a loader that globs
+  // shard-*.tar never sees a shard of an unfinished dataset.
   if (!s.ok()) {
     ::unlink(shard_tmp_.c_str());
     return s;
   }
-  created_.push_back(final_path);
+  created_.push_back(shard_tmp_);
   std::string stem = shard_name_.substr(0, shard_name_.size() - ext_.size());
   for (const auto& [suffix, content] : sidecars) {
-    std::string path = out_ + "/" + stem + suffix;
+    std::string path = out_ + "/" + stem + suffix + ".tmp";
     DS_RETURN_IF_ERROR(WriteFileAtomic(path, content));
     created_.push_back(path);
     ListMetaFile(&meta_, stem + suffix, content);
@@ -210,11 +209,27 @@ Status ShardedWriter::Finish(LayoutSummary* summary) {
   DS_RETURN_IF_ERROR(Fail(EmptyShard()));
   meta_.samples = samples_;
   meta_.payload_bytes = payload_bytes_;
+  DS_RETURN_IF_ERROR(Fail(Publish()));
   DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(out_, classes_, crcs_, &meta_, &created_)));
   done_ = true;
   out_lock_ = OwnedFd();  // committed: readers may open it now
   if (summary) *summary = Summary();
   return Status::Ok();
+}
+
+Status ShardedWriter::Publish() {
+  auto publish = [&](const native::FileMeta& m) -> Status {
+    std::string final_path = out_ + "/" + m.name, tmp = final_path + ".tmp";
+    DS_RETURN_IF_ERROR(CheckSeenHere(tmp, m.size));
+    if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+      return Status::FromErrno(errno, "rename " + tmp + " -> " + final_path);
+    }
+    created_.push_back(final_path);
+    return Status::Ok();
+  };
+  for (const auto& m : meta_.shards) DS_RETURN_IF_ERROR(publish(m));
+  for (const auto& m : meta_.files) DS_RETURN_IF_ERROR(publish(m));
+  return FsyncDir(out_);
 }
 
 Status ShardedWriter::EmptyShard() {

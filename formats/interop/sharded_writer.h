@@ -4,8 +4,10 @@
 // when the next sample would push the current one past shard_size (a sample never spans shards;
 // the rule, RollsBefore, adds up the samples' PlannedSize, which their shapes give before any
 // byte is read, so a partitioned write plans the same shards: PartitionedWriter below), writes each
-// shard as `<name>.tmp` and renames it once closed and fsync'd, writes each shard's sidecars (index
-// files) atomically after it, and finally classes.txt, dspack.crc (per-sample CRC32C,
+// shard as `<name>.tmp` and fsyncs it once closed, writes each shard's sidecars (index files) as
+// `<name>.tmp` too, and at the commit renames them all to their final names (Publish: checking
+// each is here with the size written, so a root that does not see a part's shards refuses to
+// commit), then writes classes.txt, dspack.crc (per-sample CRC32C,
 // formats/interop/sample_crc.h) and dspack.json (the commit point, listing every file with its
 // XXH3; formats/interop/layout_meta.h). It hashes every byte written (XXH3-64 per shard, for the
 // metadata), splits the streamed payload into per-field chunks for the format's hooks, and rolls a
@@ -109,6 +111,9 @@ class ShardedWriter : public LayoutWriter, public PartitionedWriter {
   Status Broken(const std::string& what);
   // Writes the one (empty) shard of an empty dataset.
   Status EmptyShard();
+  // Renames every shard and sidecar in meta_ from `<name>.tmp` to its final name, after checking
+  // that each is here with its listed size (kIOError naming the file and OUT's sharing if not).
+  Status Publish();
   LayoutSummary Summary() const;
 
   std::string out_;

@@ -18,6 +18,7 @@
 
 #include "formats/native/native_dataset.h"
 #include "formats/native/native_run.h"
+#include "formats/out_dir.h"
 #include "src/checksum.h"
 #include "src/endian.h"
 
@@ -251,6 +252,11 @@ Status DatasetWriter::CommitParts(const std::vector<std::string>& parts, LayoutS
     return Broken(out_,
                   fmt::format("the parts hold {} shards and {} samples, the plan {} and {}", next,
                               index_.size(), part_->starts.size() - 1, part_->starts.back()));
+  }
+  // The root commits only shards it sees, each with the size its writer reported: on OUT that
+  // is not shared storage, another node's shards are not here (or are stale files).
+  for (const auto& m : manifest_.shards) {
+    DS_RETURN_IF_ERROR(Fail(CheckSeenHere(out_ + "/" + m.name, m.size)));
   }
   return Commit(summary);
 }
