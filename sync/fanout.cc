@@ -162,7 +162,13 @@ std::vector<CopyResult> FanoutCopy(const std::vector<PlanFile>& files,
     std::string verdict, piece;
     while (true) {
       // Each piece: 'D' + data, or 'V' + the verdict (last).
-      if (reader) reader->Next(o.chunk_size, &piece);
+      if (reader) {
+        reader->Next(o.chunk_size, &piece);
+        // --bwlimit bounds the one read of SRC; every rank receives at that pace.
+        if (o.bucket != nullptr && piece.size() > 1 && piece[0] == 'D') {
+          o.bucket->Acquire(piece.size() - 1);
+        }
+      }
       if (Status s = channel->Share(&piece); !s.ok() || piece.empty()) {
         verdict = "E" + (s.ok() ? std::string("empty message from rank 0") : s.message());
         break;
