@@ -57,8 +57,10 @@ Result<std::string> FromRoot(PackJob& job, const std::string& mine, std::string_
 std::vector<uint64_t> AssignShardRanges(const std::vector<uint64_t>& shard_bytes, int n);
 
 // Collective: the size of every file of source.tree(), on every process. Process r sizes the
-// files [r, r+1) x count / N, with `threads` threads (SampleSource::FileSize); a file that cannot
-// be sized fails the step on that rank.
+// files [r, r+1) x count / N for the plan, and stats the next process's share too: a file whose
+// size or mtime differs between the two (the ranks see different versions of SRC) fails the
+// step, naming it. `threads` threads stat (SampleSource::StatFile); a file that cannot be stat'd
+// fails the step on that rank.
 Result<std::vector<uint64_t>> SizeFiles(PackJob& job, const SampleSource& source, int threads);
 
 }  // namespace ds

@@ -45,7 +45,7 @@ std::unique_ptr<LoadedSample> DirSource::Load(uint64_t i) {
   return l;
 }
 
-Result<uint64_t> DirSource::FileSize(uint64_t file) const {
+Result<FileVersion> DirSource::StatFile(uint64_t file) const {
   std::string path(tree_.path(file));
   struct stat st;
   if (::fstatat(root_.get(), path.c_str(), &st, 0) != 0) {
@@ -54,7 +54,8 @@ Result<uint64_t> DirSource::FileSize(uint64_t file) const {
   if (!S_ISREG(st.st_mode)) {
     return Status(Code::kBadInput, tree_.root() + "/" + path + ": not a regular file");
   }
-  return static_cast<uint64_t>(st.st_size);
+  return FileVersion{static_cast<uint64_t>(st.st_size),
+                     static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
 }
 
 static Status BuildTree(const std::string& what, uint64_t samples,

@@ -21,6 +21,13 @@
 
 namespace ds {
 
+// What a file was when it was stat'd: two stats that differ in either are different versions.
+struct FileVersion {
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  bool operator==(const FileVersion&) const = default;
+};
+
 struct LoadedSample {
   uint64_t sample = 0;
   std::vector<InputFile> files;  // one per file of the sample, in FileTree order
@@ -41,10 +48,11 @@ class SampleSource {
   // Labels the source already carries (a native dataset made with --label-from-dir): the label
   // field name and the class names; empty field when none.
   virtual std::pair<std::string, std::vector<std::string>> labels() const { return {}; }
-  // The size of tree() file `file` now, without reading it (a partitioned convert plans its
-  // shards from these, docs/mpi.md#partitioned-packing); kUnsupported where a source cannot.
-  // Thread-safe where Load is.
-  virtual Result<uint64_t> FileSize(uint64_t /*file*/) const {
+  // The size and modification time of tree() file `file` now, without reading it (a partitioned
+  // convert plans its shards from the sizes, and its ranks compare both to prove they see the
+  // same SRC, docs/mpi.md#partitioned-packing); kUnsupported where a source cannot. Thread-safe
+  // where Load is.
+  virtual Result<FileVersion> StatFile(uint64_t /*file*/) const {
     return Status(Code::kUnsupported, tree().root() + ": this source cannot size its files");
   }
 };
@@ -59,7 +67,7 @@ class DirSource : public SampleSource {
   const FileTree& tree() const override { return tree_; }
   bool random_access() const override { return true; }
   std::unique_ptr<LoadedSample> Load(uint64_t i) override;
-  Result<uint64_t> FileSize(uint64_t file) const override;  // fstatat, as Load opens it
+  Result<FileVersion> StatFile(uint64_t file) const override;  // fstatat, as Load opens it
 
  private:
   FileTree tree_;

@@ -59,7 +59,8 @@ for round in 1 2 3 4; do
   victim=$((round % 3))
   sleep "$(awk "BEGIN { print ($RANDOM % ($ms + 1)) / 1000 }")"
   for p in $(pgrep -f "dspack convert src k " || true); do
-    r=$(tr '\0' '\n' < "/proc/$p/environ" 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p')
+    # The process may end between pgrep and here: no environ, no rank.
+    r=$({ tr '\0' '\n' < "/proc/$p/environ"; } 2>/dev/null | sed -n 's/^OMPI_COMM_WORLD_RANK=//p' || true)
     [ "$r" = "$victim" ] && kill -9 "$p" 2>/dev/null || true
   done
   wait "$mp" 2>/dev/null || true
@@ -103,3 +104,64 @@ grep -Eq "dspack: rank [0-9] of 3: bad(/|: )n01440764/broken.JPEG" last.err || {
 [ $(( $(date +%s) - t0 )) -le 10 ] || fail "the failed job took more than 10 s"
 [ ! -e bad-out ] || { ls -A bad-out; fail "bad-out left behind"; }
 pass "a dangling link: exit 1 naming it within 10 s, nothing left behind"
+
+# OUT that exists on every node but is not shared storage (issue 34 item 2): each rank gets its own
+# tmpfs at the same path (a mount namespace per rank), so rank 0 cannot see rank 1's shards. The
+# root must refuse to commit (exit 2, naming a shard it does not see), not exit 0 with half of them.
+if unshare -m true 2>/dev/null; then
+  mkdir -p private
+  cat > private.sh <<'SH'
+#!/usr/bin/env bash
+set -e
+mount -t tmpfs none "$PRIV"
+mkdir "$PRIV/out"
+rc=0
+"$@" || rc=$?
+ls "$PRIV/out" > "$PRIV.rank${OMPI_COMM_WORLD_RANK}.ls" 2>/dev/null || true
+exit $rc
+SH
+  for fmt in native wds tfrecord; do
+    set +e
+    PRIV="$WORK/private" run 2 unshare -m bash private.sh "$DSPACK" convert src "$WORK/private/out" \
+      --format "$fmt" --shard-size 1MiB --label-from-dir --force 2> private.err
+    rc=$?
+    set -e
+    [ "$rc" = 2 ] || { cat private.err; fail "$fmt: OUT not shared: exit $rc, not 2"; }
+    grep -q "OUT must be on storage every process of the job sees" private.err \
+      || { cat private.err; fail "$fmt: the error does not say OUT must be shared"; }
+    ! grep -q "dspack.json\|manifest.json" "$WORK/private.rank0.ls" \
+      || { cat "$WORK/private.rank0.ls"; fail "$fmt: rank 0 committed a dataset it cannot see whole"; }
+  done
+  pass "OUT not shared between ranks: native, wds and tfrecord refuse to commit (exit 2) and say why"
+
+  # Ranks that see different versions of SRC under the same names (issue 34 item 3): rank 1 sees a
+  # copy bind-mounted over SRC (a stale NFS cache) with every tenth file 4 bytes longer, or with
+  # one file's mtime alone changed. Exit 1 naming a file, and no dataset.
+  cat > stale.sh <<'SH'
+#!/usr/bin/env bash
+set -e
+[ "$OMPI_COMM_WORLD_RANK" != 1 ] || mount --bind "$STALE" "$STALE_AT"
+exec "$@"
+SH
+  rm -rf stale-size stale-mtime
+  cp -a src stale-size
+  cp -a src stale-mtime
+  find stale-size -type f -name '*.JPEG' | sort | awk 'NR % 10 == 0' | while read -r f; do
+    printf 'more' >> "$f"
+  done
+  touch -d '2001-02-03 04:05:06' "$(find stale-mtime -type f -name '*.JPEG' | sort | tail -1)"
+  for stale in stale-size stale-mtime; do
+    set +e
+    STALE="$WORK/$stale" STALE_AT="$WORK/src" run 2 unshare -m bash stale.sh "$DSPACK" convert "$WORK/src" stale-out \
+      --format wds --shard-size 1MiB --label-from-dir --force 2> stale.err
+    rc=$?
+    set -e
+    [ "$rc" = 1 ] || { cat stale.err; fail "$stale: ranks with different SRCs: exit $rc, not 1"; }
+    grep -Eq "src/.*JPEG: [0-9]+ bytes, modified .*every rank must see the same SRC" stale.err \
+      || { cat stale.err; fail "$stale: the error does not name the file that differs"; }
+    [ ! -e stale-out/dspack.json ] || fail "$stale: a dataset mixed from two SRCs was committed"
+  done
+  pass "ranks that see different sizes or mtimes under the same names: exit 1 naming a file"
+else
+  echo "note: no mount namespaces here; the unshared-OUT case did not run"
+fi
