@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <memory>
 #include <mutex>
+#include <new>
+#include <system_error>
 #include <thread>
 
 #include "formats/layout.h"
@@ -164,6 +166,12 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, std::span<const uint64_t>
   return first;
 }
 
+namespace {
+// The most threads one threaded batch read starts, however large `inflight` is: each costs a
+// stack (8 MiB of address space), and a caller's inflight=100000 must not start 100000.
+constexpr size_t kMaxBatchThreads = 64;
+}  // namespace
+
 Status LayoutReader::ReadBatchThreads(std::span<const uint64_t> indices, unsigned k,
                                       std::atomic<uint64_t>* landed, std::vector<Sample>* out,
                                       BatchReadStats* st) const {
@@ -171,26 +179,64 @@ Status LayoutReader::ReadBatchThreads(std::span<const uint64_t> indices, unsigne
   std::atomic<bool> failed{false};
   std::mutex mu;
   Status first;
+  std::vector<size_t> retry;      // samples a worker could not allocate for: read again below
+  retry.reserve(indices.size());  // so that pushing to it, in a bad_alloc handler, cannot throw
+  auto record = [&](size_t j, Result<Sample> s) {
+    if (s.ok()) {
+      (*out)[j] = std::move(*s);
+      if (landed) landed->fetch_add(1, std::memory_order_relaxed);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (first.ok()) first = s.status();
+    failed = true;
+  };
   auto work = [&] {
     for (size_t j; !failed && (j = next.fetch_add(1)) < indices.size();) {
-      auto s = Get(indices[j]);
-      if (s.ok()) {
-        (*out)[j] = std::move(*s);
-        if (landed) landed->fetch_add(1, std::memory_order_relaxed);
-        continue;
+      try {
+        record(j, Get(indices[j]));
+      } catch (const std::bad_alloc&) {
+        // Out of memory (an address-space limit: each thread costs a stack and an arena). This
+        // worker stops; the calling thread reads its sample once the others are joined.
+        std::lock_guard<std::mutex> lock(mu);
+        retry.push_back(j);
+        return;
       }
-      std::lock_guard<std::mutex> lock(mu);
-      if (first.ok()) first = s.status();
-      failed = true;
     }
   };
-  unsigned n = static_cast<unsigned>(std::min<size_t>(k, indices.size()));
+  unsigned n = static_cast<unsigned>(std::min<size_t>({k, indices.size(), kMaxBatchThreads}));
   std::vector<std::thread> threads;
-  for (unsigned t = 0; t + 1 < n; t++) threads.emplace_back(work);
+  threads.reserve(n);
+  for (unsigned t = 0; t + 1 < n; t++) {
+    // A thread that cannot start (address space or task limits) caps the batch at the ones that
+    // did; the calling thread always works, so the batch is read, only with fewer in flight.
+    try {
+      threads.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;
+    }
+  }
   work();
   for (auto& t : threads) t.join();
+  const auto started = static_cast<unsigned>(threads.size() + 1);
+  threads.clear();
+  // The samples of workers that ran out of memory, then any no thread claimed (every worker,
+  // the caller's too, may have stopped), one at a time with the other threads gone.
+  for (size_t j; !failed && (j = next.fetch_add(1)) < indices.size();) retry.push_back(j);
+  for (size_t j : retry) {
+    if (failed) break;
+    try {
+      record(j, Get(indices[j]));
+    } catch (const std::bad_alloc&) {
+      return Status(Code::kIOError,
+                    fmt::format("reading sample {}: out of memory (ENOMEM) even on one thread: "
+                                "raise the memory limit or read smaller batches",
+                                indices[j]),
+                    ENOMEM);
+    }
+  }
   st->reads = std::min<uint64_t>(next.load(), indices.size());
-  st->peak_inflight = n;
+  st->peak_inflight = started;
   return first;
 }
 

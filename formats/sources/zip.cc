@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <deque>
 #include <limits>
+#include <string>
 #include <tuple>
 
 #include "formats/sample.h"
@@ -88,6 +90,47 @@ struct Inflater {
 uint32_t Crc32(std::string_view data) {
   return static_cast<uint32_t>(
       crc32_z(0, reinterpret_cast<const Bytef*>(data.data()), data.size()));
+}
+
+// CP437's upper half (0x80-0xFF) as Unicode code points: zip names without the UTF-8 flag (bit
+// 11) are CP437 (APPNOTE.TXT appendix D), as libarchive reads them for convert and Python's
+// zipfile does, so every reader gives the same keys (docs/formats/zip.md).
+constexpr uint16_t kCp437High[128] = {
+    0x00C7, 0x00FC, 0x00E9, 0x00E2, 0x00E4, 0x00E0, 0x00E5, 0x00E7, 0x00EA, 0x00EB, 0x00E8, 0x00EF,
+    0x00EE, 0x00EC, 0x00C4, 0x00C5, 0x00C9, 0x00E6, 0x00C6, 0x00F4, 0x00F6, 0x00F2, 0x00FB, 0x00F9,
+    0x00FF, 0x00D6, 0x00DC, 0x00A2, 0x00A3, 0x00A5, 0x20A7, 0x0192, 0x00E1, 0x00ED, 0x00F3, 0x00FA,
+    0x00F1, 0x00D1, 0x00AA, 0x00BA, 0x00BF, 0x2310, 0x00AC, 0x00BD, 0x00BC, 0x00A1, 0x00AB, 0x00BB,
+    0x2591, 0x2592, 0x2593, 0x2502, 0x2524, 0x2561, 0x2562, 0x2556, 0x2555, 0x2563, 0x2551, 0x2557,
+    0x255D, 0x255C, 0x255B, 0x2510, 0x2514, 0x2534, 0x252C, 0x251C, 0x2500, 0x253C, 0x255E, 0x255F,
+    0x255A, 0x2554, 0x2569, 0x2566, 0x2560, 0x2550, 0x256C, 0x2567, 0x2568, 0x2564, 0x2565, 0x2559,
+    0x2558, 0x2552, 0x2553, 0x256B, 0x256A, 0x2518, 0x250C, 0x2588, 0x2584, 0x258C, 0x2590, 0x2580,
+    0x03B1, 0x00DF, 0x0393, 0x03C0, 0x03A3, 0x03C3, 0x00B5, 0x03C4, 0x03A6, 0x0398, 0x03A9, 0x03B4,
+    0x221E, 0x03C6, 0x03B5, 0x2229, 0x2261, 0x00B1, 0x2265, 0x2264, 0x2320, 0x2321, 0x00F7, 0x2248,
+    0x00B0, 0x2219, 0x00B7, 0x221A, 0x207F, 0x00B2, 0x25A0, 0x00A0};
+
+// The name as UTF-8: as stored when flagged UTF-8 or pure ASCII, else decoded from CP437 into
+// *storage (which the result then views).
+std::string_view ZipName(std::string_view stored, uint16_t flags, std::string* storage) {
+  if ((flags & kFlagUtf8) ||
+      std::all_of(stored.begin(), stored.end(), [](char c) { return (c & 0x80) == 0; })) {
+    return stored;
+  }
+  storage->clear();
+  for (char ch : stored) {
+    auto c = static_cast<unsigned char>(ch);
+    uint32_t u = c < 0x80 ? c : kCp437High[c - 0x80];
+    if (u < 0x80) {
+      *storage += static_cast<char>(u);
+    } else if (u < 0x800) {
+      *storage += static_cast<char>(0xC0 | (u >> 6));
+      *storage += static_cast<char>(0x80 | (u & 0x3F));
+    } else {
+      *storage += static_cast<char>(0xE0 | (u >> 12));
+      *storage += static_cast<char>(0x80 | ((u >> 6) & 0x3F));
+      *storage += static_cast<char>(0x80 | (u & 0x3F));
+    }
+  }
+  return *storage;
 }
 
 }  // namespace
@@ -253,6 +296,8 @@ Status ZipArchive::ReadCentralDirectory(const Eocd& eocd) {
     Member m;
   };
   std::vector<Entry> entries;
+  std::deque<std::string> decoded_names;  // CP437 names as UTF-8 (a deque: stable addresses)
+  std::string decoded;
   entries.reserve(std::min<uint64_t>(eocd.entries, cd.size() / kCentralSize));
   // As zipfile, the entries are read until the directory's size is used up (the count in the
   // end record is only a hint: old writers wrap it at 65536).
@@ -278,8 +323,12 @@ Status ZipArchive::ReadCentralDirectory(const Eocd& eocd) {
                                 path_, at, entries.size(), eocd.cd_start + cd.size()));
     }
     Entry e;
-    e.name = std::string_view(p + kCentralSize, name_len);
     e.m.flags = LoadLE16(p + 8);
+    e.name = ZipName(std::string_view(p + kCentralSize, name_len), e.m.flags, &decoded);
+    if (e.name.data() == decoded.data()) {  // keep the decoded bytes alive beside the CD's
+      decoded_names.push_back(std::move(decoded));
+      e.name = decoded_names.back();
+    }
     e.m.method = LoadLE16(p + 10);
     e.m.crc32 = LoadLE32(p + 16);
     e.m.compressed_size = LoadLE32(p + 20);
@@ -443,7 +492,9 @@ Result<uint64_t> ZipArchive::ReadMember(uint64_t mi, std::string* out) const {
   raw.resize(head + m.compressed_size);
   DS_RETURN_IF_ERROR(
       ReadFullAt(fd_.get(), raw.data(), raw.size(), m.local_offset + kLocalSize, path_));
-  std::string_view local_name(raw.data(), LoadLE16(h + 26));
+  std::string local_decoded;
+  std::string_view local_name =
+      ZipName(std::string_view(raw.data(), LoadLE16(h + 26)), flags, &local_decoded);
   if (local_name != name) {
     return Status(Code::kBadInput,
                   fmt::format("{}: the local header names it {}: corrupt zip (central directory "

@@ -3,7 +3,8 @@
 //
 // ZipArchive::Open reads the End Of Central Directory record (searched in the last 64 KiB + 22
 // bytes), the Zip64 end records when present, and the whole central directory, once. Member
-// names are used as stored (no normalisation; directory entries, names ending in '/', are
+// names are used as stored, UTF-8 (a name without the UTF-8 flag is CP437, decoded to UTF-8 as
+// convert and zipfile do; no other normalisation; directory entries, names ending in '/', are
 // skipped) and grouped into samples exactly as a directory tree is (formats/sources/dir_source.h):
 // the names are sorted in FileTree::Scan order (per directory: files by (key, field), then
 // sub-directories by name; names stored twice stay in central-directory order) and appended to a

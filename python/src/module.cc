@@ -45,6 +45,7 @@
 #include "formats/layout.h"
 #include "formats/schema.h"
 #include "formats/shard_assignment.h"
+#include "src/human.h"
 
 namespace py = pybind11;
 using namespace ds;
@@ -57,8 +58,12 @@ py::object g_corrupt_error;
 // kCorruption/kBadInput while reading a sample are the sample's (or its file's) damage.
 enum class Phase { kOpen, kRead };
 
+// The library's option fields as this package's arguments call them (the engine's `iodepth` is
+// read_batch's inflight=).
+constexpr OptionName kPythonNames[] = {{"iodepth", "inflight="}};
+
 [[noreturn]] void Raise(const Status& s, Phase phase) {
-  std::string msg = s.message();
+  std::string msg = RenderOptionNames(s.message(), kPythonNames);
   PyObject* type = PyExc_RuntimeError;
   switch (s.code()) {
     case Code::kNotFound:
@@ -76,7 +81,7 @@ enum class Phase { kOpen, kRead };
       type = PyExc_OSError;
       break;
     default:
-      msg = s.ToString();
+      msg = RenderOptionNames(s.ToString(), kPythonNames);
   }
   PyErr_SetString(type, msg.c_str());
   throw py::error_already_set();
@@ -102,6 +107,16 @@ py::str Str(std::string_view s) {
       PyUnicode_DecodeUTF8(s.data(), static_cast<Py_ssize_t>(s.size()), "surrogateescape");
   if (o == nullptr) throw py::error_already_set();
   return py::reinterpret_steal<py::str>(o);
+}
+
+// The bytes of a key given as str (encoded as os.fsencode does, the inverse of Str) or bytes;
+// TypeError for anything else.
+std::string KeyBytes(const py::object& o) {
+  if (py::isinstance<py::bytes>(o)) return o.cast<std::string>();
+  if (!py::isinstance<py::str>(o)) throw py::type_error("a key is a str or bytes");
+  PyObject* b = PyUnicode_AsEncodedString(o.ptr(), "utf-8", "surrogateescape");
+  if (b == nullptr) throw py::error_already_set();
+  return py::reinterpret_steal<py::bytes>(b).cast<std::string>();
 }
 
 // A uint8 array over [p, p + size) kept alive by `base`, which owns the bytes; read-only unless
@@ -136,7 +151,11 @@ class Reader {
   std::string kind() const { return std::string(reader().kind()); }
   std::string path() const { return reader().path(); }
   std::string label_field() const { return reader().label_field(); }
-  std::vector<std::string> classes() const { return reader().classes(); }
+  py::list classes() const {  // class folder names may hold any bytes: decoded as keys are
+    py::list l;
+    for (const auto& c : reader().classes()) l.append(Str(c));
+    return l;
+  }
   void close() {
     if (::getpid() != pid_) (void)r_.release();
     r_.reset();
@@ -236,12 +255,15 @@ class Reader {
     return l;
   }
 
-  int64_t IndexOf(const std::string& key) const {
+  // key: a str as keys() gives it (surrogateescape, as os.fsencode), or bytes.
+  int64_t IndexOf(const py::object& key_obj) const {
+    std::string key = KeyBytes(key_obj);
     const LayoutReader& rd = reader();
     auto found = Take(NoGil([&] { return rd.Find(key); }), Phase::kRead);
     if (!found) {
-      PyErr_SetString(PyExc_KeyError,
-                      (reader().path() + ": no sample with key '" + key + "'").c_str());
+      PyErr_SetString(
+          PyExc_KeyError,
+          (reader().path() + ": no sample with key '" + EscapeBytes(key) + "'").c_str());
       throw py::error_already_set();
     }
     return static_cast<int64_t>(*found);

@@ -103,6 +103,11 @@ def test_read_batch_keeps_reads_in_flight(data):
     if stats["engine"] == "io_uring":
         assert stats["peak_inflight"] > 1  # more than one read outstanding at once
 
+    try:
+        ds.read_batch(range(3), inflight=100000)  # over io_uring's IORING_MAX_ENTRIES
+    except ValueError as e:
+        assert "inflight=" in str(e) and "iodepth" not in str(e), str(e)
+
 
 @pytest.mark.parametrize("layout", ["native", "lmdb", "wds", "tree"])
 def test_a_packed_batch_holds_the_samples_bytes_in_one_buffer(data, layout):
@@ -254,15 +259,83 @@ def test_a_damaged_lmdb_never_crashes_the_reader(tmp_path, dspack_bin):
     assert all("error" in r or r["problems"] > 0 for r in results[8:])
 
 
+@pytest.mark.parametrize("layout", ["tree", "lmdb", "zip"])
+def test_read_batch_survives_threads_that_cannot_start(data, layout):
+    """A threaded layout's read_batch under an address-space limit that leaves room for a few
+    thread stacks: the batch is read with the threads that did start (it aborted the
+    interpreter: terminate called without an active exception)."""
+    child = r"""
+import resource, sys
+import dspack
+ds = dspack.open(sys.argv[1])
+want = [ds[i] for i in range(64)]  # 64 samples, about 7 MiB: room for them and a few stacks
+vm = [int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmSize")][0] * 1024
+resource.setrlimit(resource.RLIMIT_AS, (vm + (48 << 20), resource.RLIM_INFINITY))
+b = ds.read_batch(range(64), inflight=64)
+assert b == want
+print("read", len(b))
+"""
+    p = subprocess.run([sys.executable, "-c", child, str(data[layout])], capture_output=True,
+                       text=True, timeout=120)
+    assert p.returncode == 0, (p.returncode, p.stderr[-2000:])
+    assert p.stdout.strip() == "read 64"
+
+
+def test_a_zip_name_in_cp437_reads_as_convert_reads_it(tmp_path, dspack_bin):
+    """A name without the UTF-8 flag is CP437 (APPNOTE appendix D): dspack.open(zip) gives the key
+    convert gives (it gave filename_with_\\udc91o\\udc86 for filename_with_\u00e6o\u00e5)."""
+    import zipfile
+    z = tmp_path / "cp437.zip"
+    with zipfile.ZipFile(z, "w") as zf:
+        zf.writestr("c1/filename_with_XoX.jpg", b"jpeg bytes")
+        zf.writestr("c1/plain.jpg", b"other")
+    raw = z.read_bytes()
+    assert raw.count(b"filename_with_XoX") == 2  # local header and central directory
+    z.write_bytes(raw.replace(b"filename_with_XoX", b"filename_with_\x91o\x86"))
+    assert zipfile.ZipFile(z).namelist()[0] == "c1/filename_with_\u00e6o\u00e5.jpg"
+    ds = dspack.open(z)
+    run(dspack_bin, "convert", z, tmp_path / "out", "-q")
+    want = list(dspack.open(tmp_path / "out").keys())
+    assert "c1/filename_with_\u00e6o\u00e5" in want
+    assert sorted(ds.keys()) == sorted(want)
+    assert ds[ds.index_of("c1/filename_with_\u00e6o\u00e5")]["jpg"] == b"jpeg bytes"
+
+
+def test_keys_and_class_names_that_are_not_utf8(tmp_path, dspack_bin):
+    """index_of takes what keys() gave (TypeError before), and classes decodes a class folder
+    named cls\\xff (UnicodeDecodeError before), both as os.fsdecode does."""
+    tree = os.path.join(bytes(tmp_path), b"tree")
+    os.makedirs(os.path.join(tree, b"cls\xff"))
+    os.makedirs(os.path.join(tree, b"plain"))
+    with open(os.path.join(tree, b"cls\xff", b"k\xfe.jpg"), "wb") as f:
+        f.write(b"odd")
+    with open(os.path.join(tree, b"plain", b"a.jpg"), "wb") as f:
+        f.write(b"even")
+    run(dspack_bin, "convert", tree.decode("utf-8", "surrogateescape"), tmp_path / "out",
+        "--label-from-dir", "-q")
+    ds = dspack.open(tmp_path / "out")
+    assert sorted(ds.classes) == sorted([os.fsdecode(b"cls\xff"), "plain"])
+    for i, k in enumerate(ds.keys()):
+        assert ds.index_of(k) == i
+        assert ds.index_of(os.fsencode(k)) == i
+    with pytest.raises(KeyError):
+        ds.index_of(b"nope\xff")
+    with pytest.raises(TypeError):
+        ds.index_of(3)
+
+
 def test_a_dataset_deleted_or_replaced_under_a_reader(data, tmp_path, dspack_bin):
     d = tmp_path / "ds"
     shutil.copytree(data["native"], d)
+    every = [dspack.open(d)[i] for i in range(len(dspack.open(d)))]
     ds = dspack.open(d)
     before = ds[10]
     # Replaced (convert --force writes a new dataset over it): the open reader keeps reading the
-    # files it opened, which still hold the old bytes; a new open sees the new dataset.
+    # files it opened (every shard, also those it had not read yet: the epoch went on with
+    # OSError before), which still hold the old bytes; a new open sees the new dataset.
     run(dspack_bin, "convert", data["tree"], d, "--force", "--shard-size", "1MiB", "-q")
     assert ds[10] == before
+    assert [ds[i] for i in range(len(ds))] == every
     assert "cls" not in dspack.open(d)[10]
     # Deleted: the open reader still reads what it holds open; opening again is FileNotFoundError.
     shutil.rmtree(d)
