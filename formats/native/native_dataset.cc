@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -49,7 +50,30 @@ Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
                               d->manifest_.samples, d->manifest_.shards.size()));
   }
   d->fds_.resize(d->manifest_.shards.size());
+  d->OpenShards();
   return d;
+}
+
+void Dataset::OpenShards() {
+  // Half the open-file limit at most: a process may hold several datasets, and other files.
+  struct rlimit nofile;
+  size_t budget = ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY
+                      ? static_cast<size_t>(nofile.rlim_cur / 2)
+                      : fds_.size();
+  for (size_t k = 0; k < fds_.size() && k < budget; k++) {
+    const FileMeta& meta = manifest_.shards[k];
+    auto fd = OpenFile(dir_ + "/" + meta.name, O_RDONLY);
+    if (!fd.ok()) {
+      if (fd.status().err() == EMFILE || fd.status().err() == ENFILE) break;
+      continue;  // missing: ShardFd reports it when the shard is read
+    }
+    auto size = FileSize(fd->get(), meta.name);
+    if (size.ok() && *size == meta.size) fds_[k] = std::move(fd).value();
+  }
+  // Replaced while these were opened: none of them is known to be this dataset's.
+  if (!CheckNotReplaced().ok()) {
+    for (auto& fd : fds_) fd = OwnedFd();
+  }
 }
 
 Result<int> Dataset::ShardFd(uint32_t shard) const {

@@ -192,13 +192,17 @@ class Dataset {
   Result<std::vector<std::string>> Classes() const;
 
  private:
-  // Opens shard files lazily; checks each one's size against the manifest on first open, so a
-  // truncated shard is reported even when the records asked for are intact. Generation check:
-  // once the shard is open, manifest.json must still be the file Open read (convert --force
-  // removes it before any shard and writes a new one last), else kIOError "replaced since it
-  // was opened": a shard of another dataset is never read under this one's index.
+  // Open opens every shard (up to half the open-file limit), so a dataset replaced (convert
+  // --force) or removed later keeps being read from the files of the one opened, as the interop
+  // layouts are. A shard not opened then (missing, of the wrong size, past the budget) is opened
+  // here on first use, its size checked against the manifest, so a truncated shard is reported
+  // even when the records asked for are intact. Generation check: once the shard is open,
+  // manifest.json must still be the file Open read (convert --force removes it before any shard
+  // and writes a new one last), else kIOError "replaced or removed since it was opened": a shard
+  // of another dataset is never read under this one's index.
   Result<int> ShardFd(uint32_t shard) const;
   Status CheckNotReplaced() const;
+  void OpenShards();  // at Open: every shard it can, of the right size (see ShardFd)
   // Entry i of the global index, checked against the manifest's shard sizes.
   Result<GlobalEntry> Entry(uint64_t i) const;
   std::string Where(uint64_t i, const GlobalEntry& e) const;
