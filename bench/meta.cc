@@ -68,6 +68,15 @@ struct Name {
 
 }  // namespace
 
+std::vector<std::string> MetaOwnedPaths(const MetaOptions& o) {
+  if (!o.root_exists) return {MetaRoot(o)};
+  std::vector<std::string> out;
+  for (unsigned t = 0; t < o.threads; t++) {
+    out.push_back(fmt::format("{}/{}", MetaRoot(o), Name('t', o.thread_base + t).buf));
+  }
+  return out;
+}
+
 Status CheckMetaPlan(const MetaOptions& o) {
   if (o.files == 0 || o.threads == 0 || o.files_per_dir == 0) {
     return Status(Code::kInvalidArgument,

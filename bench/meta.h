@@ -112,6 +112,8 @@ Status CheckMetaPlan(const MetaOptions& options);
 Result<MetaResult> RunMeta(const MetaOptions& options);
 
 std::string MetaRoot(const MetaOptions& o);  // PATH/dsbench-meta.<pid>
+// What a run of o makes and removes: MetaRoot(o), or (root_exists) its threads' directories in it.
+std::vector<std::string> MetaOwnedPaths(const MetaOptions& o);
 uint64_t MetaDirsPerThread(const MetaOptions& o);
 
 // The run's plan in one line ("2 threads x 2000 files of 4.0 KiB, ... in ROOT").

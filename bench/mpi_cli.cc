@@ -3,8 +3,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <system_error>
 
 #include "bench/latency_report.h"
 #include "bench/meta_ranks.h"
@@ -292,6 +296,48 @@ int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemPr
   return std::stoi(*verdict);
 }
 
+namespace {
+
+// Removes paths, then the directory `also` once it is empty (the other ranks may still be
+// removing theirs: retried for up to 30 s), from a process of its own in a session of its own:
+// mpirun SIGKILLs this rank about a second after its SIGTERM, which a tree of 70,000 entries
+// outlasts. Without a process (fork failed), here.
+void RemoveDetached(const std::vector<std::string>& paths, const std::string& also) {
+  int ready[2];
+  const bool piped = ::pipe(ready) == 0;
+  pid_t pid = ::fork();
+  if (pid > 0) {
+    // Until the child is in its own session, a kill of this rank's process group reaches it.
+    if (piped) {
+      ::close(ready[1]);
+      char c;
+      while (::read(ready[0], &c, 1) < 0 && errno == EINTR) {
+      }
+      ::close(ready[0]);
+    }
+    return;
+  }
+  if (pid == 0) {
+    ::setsid();
+    if (piped) {
+      ::close(ready[0]);
+      ::close(ready[1]);  // EOF for the parent: this process has left the process group
+    }
+  } else if (piped) {
+    ::close(ready[0]);
+    ::close(ready[1]);
+  }
+  std::error_code ec;
+  for (const auto& p : paths) std::filesystem::remove_all(p, ec);
+  for (int i = 0; !also.empty() && i < 300; i++) {
+    if (::rmdir(also.c_str()) == 0 || errno == ENOENT) break;
+    ::usleep(100000);
+  }
+  if (pid == 0) std::_Exit(0);
+}
+
+}  // namespace
+
 int RunMetaRanks(mpi::World& world, MetaOptions mo, bool shared_dir, bool json,
                  const SystemProbe& probe) {
   const int rank = world.rank();
@@ -316,6 +362,14 @@ int RunMetaRanks(mpi::World& world, MetaOptions mo, bool shared_dir, bool json,
   } else {
     mo.root_name += ".r" + std::to_string(rank);
   }
+  // Killed from outside (mpirun ends the job when a rank dies): the tree goes with this rank.
+  world.set_stop(StopRequested);
+  if (!mo.keep) {
+    world.set_abort_cleanup(
+        [paths = MetaOwnedPaths(mo), root = MetaRoot(mo), shared = shared_dir && rank == 0] {
+          RemoveDetached(paths, shared ? root : std::string());
+        });
+  }
   int agreed = 0;
   mo.before_phase = [&world, &agreed](MetaPhase p, const Status& so_far) {
     agreed = world.Agree(so_far.ok() ? "" : EscapeBytes(so_far.message()), ExitCode(so_far),
@@ -323,7 +377,8 @@ int RunMetaRanks(mpi::World& world, MetaOptions mo, bool shared_dir, bool json,
     return agreed == 0 ? Status::Ok() : Status(Code::kBadInput, "another rank failed");
   };
   auto r = RunMeta(mo);
-  if (agreed != 0) {  // reported by rank 0; this rank's files are removed
+  world.set_abort_cleanup(nullptr);  // RunMeta removed what it made
+  if (agreed != 0) {                 // reported by rank 0; this rank's files are removed
     if (shared_dir && rank == 0 && !mo.keep) {
       // The others may still be removing theirs: wait for them, then the directory.
       (void)world.Barrier("every rank's cleanup");

@@ -27,6 +27,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -49,6 +50,16 @@ class World {
   ~World();  // MPI_Finalize after the messages still in flight are settled
   World(const World&) = delete;
   World& operator=(const World&) = delete;
+
+  // Stopped from outside: when one rank dies, mpirun SIGTERMs the others and SIGKILLs them
+  // about a second later, so a rank that waits in a collective for the dead one would never
+  // clean up. `stop` (the tool's SIGINT/SIGTERM flag) is polled in every wait; once it is true,
+  // the abort cleanup runs and this rank exits 1 ("interrupted while waiting for ..."). The
+  // cleanup also runs before an abort of this rank (a failure, a timeout), once; it must be quick
+  // or detach itself (dsbench meta removes its tree from a process of its own). An empty
+  // function clears it.
+  void set_stop(std::function<bool()> stop) { stop_ = std::move(stop); }
+  void set_abort_cleanup(std::function<void()> cleanup) { cleanup_ = std::move(cleanup); }
 
   int rank() const { return rank_; }
   int size() const { return size_; }
@@ -102,6 +113,10 @@ class World {
   // and aborts the job (rank 0 may be the one that is stuck).
   void Wait(void* req, std::string_view what);
 
+  void RunCleanup();  // the abort cleanup, once
+
+  std::function<bool()> stop_;
+  std::function<void()> cleanup_;
   bool mpi_ = false;
   int rank_ = 0, size_ = 1;
   std::string host_;

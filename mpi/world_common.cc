@@ -20,4 +20,10 @@ std::string HostName() {
   return buf;
 }
 
+void World::RunCleanup() {
+  auto cleanup = std::move(cleanup_);
+  cleanup_ = nullptr;
+  if (cleanup) cleanup();
+}
+
 }  // namespace ds::mpi

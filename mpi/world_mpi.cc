@@ -76,6 +76,7 @@ void World::Report(std::string_view tool, int rank, const std::string& host,
 
 void World::Abort(std::string_view tool, int rank, const std::string& host,
                   const std::string& message, int code) {
+  RunCleanup();
   Report(tool, rank, host, message, code);
   if (mpi_) MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
@@ -119,6 +120,13 @@ void World::Wait(void* r, std::string_view what) {
     }
     if (done) return;
     Poll();
+    if (stop_ && stop_()) {  // SIGTERM from mpirun (another rank died), or ^C
+      RunCleanup();
+      std::fprintf(stderr, "%s: rank %d of %d (%s): interrupted while waiting for %.*s\n",
+                   tool_.c_str(), rank_, size_, host_.c_str(), static_cast<int>(what.size()),
+                   what.data());
+      std::_Exit(1);
+    }
     if (std::chrono::steady_clock::now() > deadline) {
       Abort(tool_, rank_, host_,
             "timed out after " + std::to_string(static_cast<int>(timeout_)) + " s waiting for " +

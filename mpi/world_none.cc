@@ -58,6 +58,7 @@ int World::Fail(std::string_view tool, const std::string& message, int code) {
 }
 void World::Poll() {}
 void World::Abort(std::string_view, int, const std::string&, const std::string&, int code) {
+  RunCleanup();
   std::exit(code);
 }
 void World::Wait(void*, std::string_view) {}

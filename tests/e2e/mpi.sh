@@ -176,6 +176,35 @@ expect_err "dsbench: rank 1 of 2"
 [ -z "$(ls -A mp0)" ] || { ls -la mp0; fail "meta left rank 0's directory behind after rank 1 failed"; }
 pass "meta under mpirun: per-rank and shared directories, sums per phase, a bad path on rank 1 exits 2"
 
+# A rank killed mid-run (SIGKILL): mpirun SIGTERMs the survivor, which waits for the dead rank in
+# the next phase's agreement; it must remove its tree (70k entries were left, and a new one each
+# rerun). Rank 1 is killed once its tree holds 200 entries; rank 0's tree must be gone after.
+mkdir -p km
+cat > killone.sh <<'SH'
+#!/usr/bin/env bash
+[ "$OMPI_COMM_WORLD_RANK" = 1 ] || exec "$@"
+"$@" &
+pid=$!
+for _ in $(seq 1 400); do
+  [ "$(find "$KM" -path '*.r1/*' 2>/dev/null | head -200 | wc -l)" -ge 200 ] && break
+  sleep 0.05
+done
+kill -KILL "$pid"
+wait "$pid"
+SH
+set +e
+KM="$WORK/km" run 2 bash killone.sh "$DSBENCH" meta km --files 30000 --threads 2 > km.out 2> km.err
+rc=$?
+set -e
+[ "$rc" -ne 0 ] || fail "meta with a killed rank exited 0"
+for _ in $(seq 1 100); do
+  ls -d km/*.r0 > /dev/null 2>&1 || break
+  sleep 0.1
+done
+! ls -d km/*.r0 2> /dev/null || { cat km.err; fail "the surviving rank left its tree: $(ls km)"; }
+rm -rf km
+pass "meta with rank 1 killed: the surviving rank removes its tree (exit $rc)"
+
 # One training job on 3 ranks (odd N): each epoch every sample read once across the ranks (the
 # split itself is unit-tested in replay_ranks_test.cc), in map and stream mode.
 "$DSPACK" synth imagenet-like rsrc --samples 300 --seed 9 -q
@@ -252,6 +281,17 @@ if [ -c /dev/fuse ] && command -v fusermount3 >/dev/null; then
 else
   echo "note: no /dev/fuse here; the fan-out case did not run"
 fi
+# --bwlimit under --fanout bounds rank 0's read of SRC (it was ignored: 121 MB/s under 10MB/s).
+# A lower bound only (less the bucket's 4 MiB burst): the bytes at the limit take that long at least.
+bytes=$(du -sb rds | cut -f1)
+t0=$(date +%s.%N)
+run 2 "$DSSYNC" --fanout rds "$WORK/bwdst%r" --bwlimit 8MB/s -q || fail "dssync --fanout --bwlimit"
+t1=$(date +%s.%N)
+$PY -c "import sys; b=$bytes; el=$t1-$t0; want=(b-4.3e6)/8e6
+sys.exit(0 if el >= want else f'--fanout --bwlimit 8MB/s: {b} bytes in {el:.2f} s, under {want:.2f} s')"
+"$DSSYNC" verify "$WORK/bwdst1" -q || fail "bwlimit fan-out DST does not verify"
+pass "dssync --fanout --bwlimit: the limit holds for the fan-out read"
+
 expect_exit 2 "$DSSYNC" --fanout rds fdst-plain
 expect_err "--fanout needs an MPI job"
 
