@@ -162,6 +162,11 @@ Status RunClone(const IoJobOptions& o, std::span<const std::string> paths, unsig
     files.push_back({p, std::move(fd), IoPattern(sizes, o.distribution, o.size, IsRandom(o.rw)),
                      verify ? WrittenBlocks(o.size, o.bs) : WrittenBlocks()});
   }
+  std::vector<EngineFile> engine_files;  // after files: handed back before the fds close
+  for (int fd : fds) {
+    DS_ASSIGN_OR_RETURN(EngineFile f, EngineFile::Open(*engine, fd));
+    engine_files.push_back(std::move(f));
+  }
   unsigned depth = o.iodepth;
   std::vector<AlignedBuffer> bufs;
   for (unsigned i = 0; i < depth; i++) {

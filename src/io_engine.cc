@@ -1,5 +1,6 @@
 #include "src/io_engine.h"
 
+#include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,6 +24,9 @@ Status IoEngine::RegisterBuffers(std::span<const std::span<char>>) {
   return Status(Code::kInvalidArgument,
                 std::string("fixed buffers need `ioengine=io_uring`, not ") + std::string(name()));
 }
+
+Status IoEngine::OpenFile(int) { return Status::Ok(); }
+void IoEngine::CloseFile(int) {}
 
 Status ErrnoStatus(ssize_t result, std::string_view what) {
   return Status::FromErrno(static_cast<int>(-result), what);
@@ -86,36 +90,56 @@ class MmapEngine : public SyncEngineBase {
  public:
   using SyncEngineBase::SyncEngineBase;
   ~MmapEngine() override {
-    for (auto& [fd, m] : maps_) {
-      if (m.addr) ::munmap(m.addr, m.size);
-    }
+    for (auto& [fd, m] : maps_) Unmap(m);
   }
   std::string_view name() const override { return "mmap"; }
   unsigned flags() const override { return kEngineSync | kEngineMemcpy; }
 
+  // Maps the whole file once, with the protection its open mode allows (fio maps at open too):
+  // the request path then makes no syscall, and a write after a read finds a writable mapping.
+  Status OpenFile(int fd) override {
+    int mode = ::fcntl(fd, F_GETFL);
+    struct stat st;
+    if (mode < 0 || ::fstat(fd, &st) != 0) {
+      return Status::FromErrno(errno, "mmap engine: fd " + std::to_string(fd));
+    }
+    bool writable = (mode & O_ACCMODE) == O_RDWR;  // MAP_SHARED + PROT_WRITE needs O_RDWR
+    Map m{nullptr, static_cast<uint64_t>(st.st_size), writable};
+    if (m.size > 0) {
+      void* a = ::mmap(nullptr, m.size, PROT_READ | (writable ? PROT_WRITE : 0), MAP_SHARED, fd, 0);
+      if (a == MAP_FAILED) {
+        return Status::FromErrno(errno, "mmap engine: mapping fd " + std::to_string(fd));
+      }
+      m.addr = a;
+    }
+    auto [it, fresh] = maps_.try_emplace(fd, m);
+    if (!fresh) {  // the fd number was reused without CloseFile: the old mapping is not this file
+      Unmap(it->second);
+      it->second = m;
+    }
+    return Status::Ok();
+  }
+  void CloseFile(int fd) override {
+    auto it = maps_.find(fd);
+    if (it == maps_.end()) return;
+    Unmap(it->second);
+    maps_.erase(it);
+  }
+
  protected:
   ssize_t Do(IoRequest& r) override {
-    struct stat st;
-    if (::fstat(r.fd, &st) != 0) return -errno;
-    auto size = static_cast<uint64_t>(st.st_size);
-    Map& m = maps_[r.fd];
-    if (m.size != size) {  // (re)map the whole file when first seen or when its size changed
-      if (m.addr) ::munmap(m.addr, m.size);
-      m = Map{};
-      if (size > 0) {
-        int prot = PROT_READ | (r.op == IoRequest::Op::kWrite ? PROT_WRITE : 0);
-        void* a = ::mmap(nullptr, size, prot, MAP_SHARED, r.fd, 0);
-        if (a == MAP_FAILED) return -errno;
-        m = Map{a, size};
-      }
-    }
-    if (r.offset >= size) return 0;
-    size_t n = static_cast<size_t>(std::min<uint64_t>(r.len, size - r.offset));
+    auto it = maps_.find(r.fd);
+    if (it == maps_.end()) return -EBADF;  // not handed to OpenFile
+    const Map& m = it->second;
+    bool write = r.op == IoRequest::Op::kWrite;
+    if (write && !m.writable) return -EBADF;  // as pwrite on an fd opened read-only
+    if (r.offset >= m.size) return 0;
+    size_t n = static_cast<size_t>(std::min<uint64_t>(r.len, m.size - r.offset));
     char* p = static_cast<char*>(m.addr) + r.offset;
-    if (r.op == IoRequest::Op::kRead)
-      std::memcpy(r.buf, p, n);
-    else
+    if (write)
       std::memcpy(p, r.buf, n);  // writes never extend the file (as fio's mmap engine)
+    else
+      std::memcpy(r.buf, p, n);
     return static_cast<ssize_t>(n);
   }
 
@@ -123,7 +147,12 @@ class MmapEngine : public SyncEngineBase {
   struct Map {
     void* addr = nullptr;
     uint64_t size = 0;
+    bool writable = false;
   };
+  static void Unmap(Map& m) {
+    if (m.addr) ::munmap(m.addr, m.size);
+    m.addr = nullptr;
+  }
   std::unordered_map<int, Map> maps_;
 };
 

@@ -12,8 +12,16 @@
 //             measurement harness bench/micro/tree_read.cc, for the operations the engine lacks).
 //   libaio    Linux native AIO (io_submit/io_getevents, fio's "libaio"); asynchronous for
 //             O_DIRECT only, as in fio. Only libaio_engine.cc includes libaio.h.
-//   mmap      memcpy from/to a MAP_SHARED mapping of the whole file (fio's "mmap"); a file
-//             truncated under it raises SIGBUS, as with any mmap reader.
+//   mmap      memcpy from/to a MAP_SHARED mapping of the whole file (fio's "mmap"), made by
+//             OpenFile: read-write where the fd was opened for writing, read-only else (a write
+//             to a read-only file is -EBADF, as pwrite's); no syscall per IO. A file truncated
+//             under it raises SIGBUS, as with any mmap reader.
+//
+// File hooks (fio's open_file/close_file): a caller hands every fd to OpenFile before its first
+// request and to CloseFile before closing it, so that an engine can own per-file state (mmap's
+// mapping; a remote engine's handle). A request on an fd the engine was not given is -EBADF on
+// an engine that keeps such state; OpenFile on an fd number it already holds replaces the old
+// state (the number was reused). EngineFile does both for one fd.
 //
 // Contract: an IoRequest belongs to the caller and must stay alive until Reap returns it.
 // result is the byte count (possibly short: at EOF, or a partial transfer) or -errno.
@@ -89,6 +97,9 @@ class IoEngine {
   // index, skipping the per-IO file lookup) and buffers (a request with buf_index = i must lie
   // inside buffers[i]; the kernel pins them once instead of per IO). Before any Queue.
   virtual Status RegisterFiles(std::span<const int> fds);
+  // The file hooks (see the header comment). Defaults: nothing to do.
+  virtual Status OpenFile(int fd);
+  virtual void CloseFile(int fd);
   virtual Status RegisterBuffers(std::span<const std::span<char>> buffers);
   const EngineCounters& counters() const { return counters_; }
   // Starts the counters afresh (an engine reused for a new batch). REQUIRES: inflight() == 0.
@@ -103,6 +114,25 @@ class IoEngine {
 
  private:
   EngineCounters counters_;
+};
+
+// Hands fd to engine.OpenFile now and to CloseFile when it goes (it does not close fd).
+class EngineFile {
+ public:
+  static Result<EngineFile> Open(IoEngine& engine, int fd) {
+    DS_RETURN_IF_ERROR(engine.OpenFile(fd));
+    return EngineFile(&engine, fd);
+  }
+  EngineFile(EngineFile&& o) noexcept : engine_(o.engine_), fd_(o.fd_) { o.engine_ = nullptr; }
+  EngineFile& operator=(EngineFile&&) = delete;
+  ~EngineFile() {
+    if (engine_) engine_->CloseFile(fd_);
+  }
+
+ private:
+  EngineFile(IoEngine* engine, int fd) : engine_(engine), fd_(fd) {}
+  IoEngine* engine_;
+  int fd_;
 };
 
 // name: "psync", "io_uring", "libaio" or "mmap". io_uring that the kernel refuses (old kernel,
