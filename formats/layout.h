@@ -213,9 +213,13 @@ class LayoutReader {
  public:
   virtual ~LayoutReader() = default;
   // The layout, or nullopt for a source read as a dataset (a zip file, a directory tree:
-  // OpenAnyReader); kind() names either ("native", ..., "zip", "tree").
+  // OpenAnyReader); kind() names either ("native", ..., "zip", "tree"). A reader without a
+  // format overrides kind(); the default names the format, or "unknown" where there is none.
   virtual std::optional<Format> format() const = 0;
-  virtual std::string_view kind() const { return FormatName(*format()); }
+  virtual std::string_view kind() const {
+    auto f = format();
+    return f ? FormatName(*f) : std::string_view("unknown");
+  }
   const std::string& path() const { return path_; }
   virtual uint64_t size() const = 0;
   virtual Result<Sample> Get(uint64_t i) const = 0;   // REQUIRES: i < size()

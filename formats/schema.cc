@@ -216,6 +216,8 @@ class SchemaWriter : public LayoutWriter, public PartitionedWriter {
   }
   void Abandon() override { inner_->Abandon(); }
 
+  // The run record and the source position are the inner writer's own: handed out as they are.
+  ResumableWriter* resumable() override { return inner_->resumable(); }
   PartitionedWriter* partitioned() override { return inner_->partitioned() ? this : nullptr; }
   Result<std::vector<uint64_t>> PlanShards(uint64_t n, const ShapeFn& shape) const override {
     Status bad;

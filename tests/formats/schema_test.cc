@@ -79,6 +79,41 @@ TEST_CASE("image fields and their normal names", "[formats]") {
   CHECK(NormalisedImageExt("tiff") == "tif");
 }
 
+namespace {
+// A writer that can resume (as native can) and stores nothing: the capability is what is tested.
+class ResumableStub : public LayoutWriter, public ResumableWriter {
+ public:
+  Status BeginSample(std::string_view, std::span<const FieldInfo>) override { return {}; }
+  Status AppendData(std::string_view) override { return {}; }
+  Status EndSample() override { return {}; }
+  void CancelSample() override {}
+  void AddSkipped(std::string_view, std::string_view) override {}
+  void SetClasses(std::vector<std::string>, std::string) override {}
+  uint64_t samples() const override { return 0; }
+  uint64_t payload_bytes() const override { return 0; }
+  Status Finish(LayoutSummary*) override { return {}; }
+  void Abandon() override {}
+  ResumableWriter* resumable() override { return this; }
+  bool already_complete() const override { return false; }
+  Status BeginRun(const nlohmann::json&) override { return {}; }
+  Result<uint64_t> ResumeRun(const nlohmann::json&) override { return uint64_t{0}; }
+  void SetSourcePosition(uint64_t) override {}
+  uint64_t restored_skipped() const override { return 0; }
+};
+}  // namespace
+
+TEST_CASE("a schema over a resumable writer hands out its resume capability", "[formats]") {
+  // SchemaWriter forwarded partitioned() but not resumable(): a caller asking the wrapped writer
+  // could not resume.
+  auto stub = std::make_unique<ResumableStub>();
+  ResumableWriter* inner = stub.get();
+  auto rules = ParseFieldMap("jpg=image");
+  REQUIRE(rules.ok());
+  auto w = WithSchema(std::move(stub), Format::kTfrecord, {SchemaKind::kMap, *rules});
+  CHECK(w->resumable() == inner);
+  CHECK(w->partitioned() == nullptr);
+}
+
 TEST_CASE("imagenet in TFRecord: image/encoded, int64 label, derived fields; names restored",
           "[formats]") {
   TempDir t;
