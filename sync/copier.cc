@@ -386,7 +386,24 @@ class Engine {
 
 }  // namespace
 
+Status ValidateChunkSize(uint64_t chunk_size) {
+  if (chunk_size > 0 && chunk_size % kChunkAlign == 0) return Status::Ok();
+  return Status(Code::kInvalidArgument,
+                fmt::format("chunk_size {}: must be a positive multiple of {} bytes", chunk_size,
+                            kChunkAlign));
+}
+
 std::vector<CopyResult> CopyFiles(const std::vector<PlanFile>& files, const CopyOptions& options) {
+  Status bad = ValidateChunkSize(options.chunk_size);
+  if (bad.ok() && options.threads < 1) {
+    bad = Status(Code::kInvalidArgument,
+                 fmt::format("threads {}: must be at least 1", options.threads));
+  }
+  if (!bad.ok()) {
+    std::vector<CopyResult> results(files.size());
+    for (size_t i = 0; i < files.size(); ++i) results[i] = {.rel = files[i].rel, .status = bad};
+    return results;
+  }
   Engine engine(files, options);
   return engine.Run();
 }

@@ -46,11 +46,15 @@ namespace ds::sync {
 inline constexpr const char* kTmpPrefix = ".dssync-tmp.";
 inline constexpr uint64_t kDefaultChunk = 64ull << 20;
 inline constexpr size_t kBufferSize = 4 << 20;
+inline constexpr uint64_t kChunkAlign = 4096;  // O_DIRECT writes land on chunk boundaries
+
+// kInvalidArgument naming the field when chunk_size is 0 or not a multiple of kChunkAlign.
+Status ValidateChunkSize(uint64_t chunk_size);
 
 struct CopyOptions {
   std::string dst;  // the staging directory; every file's directory already exists
   int threads = 16;
-  uint64_t chunk_size = kDefaultChunk;  // REQUIRES: a multiple of 4096
+  uint64_t chunk_size = kDefaultChunk;  // a positive multiple of kChunkAlign (Validate)
   bool direct = false;
   TokenBucket* bucket = nullptr;  // may be null: unlimited
   Journal* journal = nullptr;     // REQUIRES: not null
@@ -71,7 +75,8 @@ struct CopyResult {
   Status status;
 };
 
-// Results are in the order of `files`.
+// Results are in the order of `files`. Options that fail ValidateChunkSize, or threads < 1, fail
+// every file with that error, before anything is copied.
 std::vector<CopyResult> CopyFiles(const std::vector<PlanFile>& files, const CopyOptions& options);
 
 // The tmp name of a relative path: "a/b/.dssync-tmp.c" for "a/b/c".

@@ -205,6 +205,10 @@ Status SwitchCurrent(const std::string& dst, const std::string& version) {
 Result<SyncReport> Sync(const SyncOptions& o) {
   auto t0 = std::chrono::steady_clock::now();
   SyncReport r;
+  DS_RETURN_IF_ERROR(ValidateChunkSize(o.chunk_size));
+  if (o.threads < 1) {
+    return Status(Code::kInvalidArgument, fmt::format("threads {}: must be at least 1", o.threads));
+  }
   DS_RETURN_IF_ERROR(CheckDisjoint(o.src, o.dst));
   const std::string& v = o.version_name;
   if (!v.empty() && (v.find('/') != std::string::npos || v == "." || v == ".." ||

@@ -21,6 +21,7 @@
 #include "src/checksum.h"
 #include "src/random.h"
 #include "sync/fanout.h"
+#include "sync/syncer.h"
 #include "test_util.h"
 
 using namespace ds;
@@ -331,4 +332,37 @@ TEST_CASE("FanoutCopy stages what is needed, verified, and reads nothing else", 
   REQUIRE(again.size() == 1);
   CHECK(again[0].status.code() == Code::kBadInput);
   CHECK(again[0].status.message().find("changed during copy") != std::string::npos);
+}
+
+TEST_CASE("CopyFiles and Sync refuse a chunk size of 0 or off 4 KiB, naming the field",
+          "[sync]") {
+  // Checked once only in dssync's main: a library caller passing 0 divided by zero in the
+  // copier's chunk count.
+  Stage s;
+  test::WriteFile(s.src / "f", Content(10000, 3));
+  std::vector<PlanFile> files{PlanOf(s.src.path(), "f")};
+  for (uint64_t bad : {uint64_t{0}, uint64_t{1000}}) {
+    INFO("chunk_size " << bad);
+    CopyOptions o = s.Options(2);
+    o.chunk_size = bad;
+    auto results = CopyFiles(files, o);
+    REQUIRE(results.size() == 1);
+    CHECK(results[0].rel == "f");
+    CHECK(results[0].status.code() == Code::kInvalidArgument);
+    CHECK(results[0].status.message().find("chunk_size") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(s.dst / "f"));
+    CHECK(TmpFiles(s.dst.path()).empty());
+
+    SyncOptions so;
+    so.src = s.src.path();
+    so.dst = s.dst.path() + "/staged";
+    so.chunk_size = bad;
+    auto r = Sync(so);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == Code::kInvalidArgument);
+    CHECK(r.status().message().find("chunk_size") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(so.dst));
+  }
+  CopyOptions o = s.Options(0);
+  CHECK(CopyFiles(files, o)[0].status.code() == Code::kInvalidArgument);
 }
