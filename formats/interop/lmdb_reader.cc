@@ -106,7 +106,7 @@ class Reader : public LayoutReader {
     return {{"path", path_},
             {"format", "lmdb"},
             {"samples", samples_},
-            {"layout", layout_},
+            {"layout", layout_ ? std::string(LmdbLayoutName(*layout_)) : "foreign"},
             {"snapshot", locked_ ? "LMDB lock table (another process has it open)"
                                  : "MDB_NOLOCK (no other process has it open)"},
             {"labels", label_field_.empty() ? json(nullptr) : json(classes_.size())},
@@ -215,12 +215,16 @@ class Reader : public LayoutReader {
     Status st;
     if (rc == 0 && mdb_get(txn, dbi, &k, &v) == 0) {
       json m = json::parse(View(v), nullptr, false);
+      auto text_or_absent = [&](const char* name) { return !m.contains(name) || m[name].is_string(); };
       if (m.is_discarded() || !m.is_object() || !m.contains("samples") ||
-          !m["samples"].is_number_unsigned()) {
+          !m["samples"].is_number_unsigned() || !text_or_absent("layout") ||
+          !text_or_absent("label_field")) {
         st = Status(Code::kCorruption, file_ + ": key __meta__ is not dspack's JSON metadata");
       } else {
         samples_ = m["samples"].get<uint64_t>();
-        layout_ = m.value("layout", "field");
+        std::string layout_name = m.value("layout", "field");
+        auto layout = ParseLmdbLayout(layout_name);
+        if (layout.ok()) layout_ = *layout;
         label_field_ = m.value("label_field", "");
         if (m.contains("schema")) {
           auto rec = SchemaRecord::FromJson(m["schema"]);
@@ -230,13 +234,14 @@ class Reader : public LayoutReader {
             st = rec.status().Prefixed(file_ + ": __meta__");
           }
         }
-        if (!ParseLmdbLayout(layout_).ok()) {
-          st = Status(Code::kCorruption, file_ + ": __meta__ names an unknown layout " + layout_);
+        if (!layout.ok()) {
+          st = Status(Code::kCorruption,
+                      file_ + ": __meta__ names an unknown layout " + EscapeBytes(layout_name));
         }
         MDB_val lk = Val("__len__"), lv;
         // __len__: ASCII digits, a pickled int in the pickle layout (the recipes read it).
         auto len_ok = [&] {
-          if (layout_ != "pickle") return std::string(View(lv)) == std::to_string(samples_);
+          if (layout_ != LmdbLayout::kPickle) return std::string(View(lv)) == std::to_string(samples_);
           auto n = UnpickleInt(View(lv));
           return n.ok() && *n == static_cast<int64_t>(samples_);
         };
@@ -259,7 +264,7 @@ class Reader : public LayoutReader {
                               "LMDB is damaged: restore or reconvert it",
                               file_, kLayoutMetaName, meta_->samples));
     } else if (rc == 0) {
-      layout_ = "foreign";  // every key is a sample with one field, "value"
+      layout_ = std::nullopt;  // foreign: every key is a sample with one field, "value"
       MDB_cursor* c = nullptr;
       rc = mdb_cursor_open(txn, dbi, &c);
       MDB_val ck, cv;
@@ -283,7 +288,7 @@ class Reader : public LayoutReader {
       DS_RETURN_IF_ERROR(
           crcs_->Check(i, *s,
                        fmt::format("{} (LMDB key {})", file_,
-                                   layout_ == "field" ? SampleKey(i) + ".*" : SampleKey(i))));
+                                   layout_ == LmdbLayout::kField ? SampleKey(i) + ".*" : SampleKey(i))));
     }
     return s;
   }
@@ -293,7 +298,7 @@ class Reader : public LayoutReader {
       return Status(Code::kCorruption, fmt::format("{}: sample {}: {}", file_, i, why));
     };
     Sample s;
-    if (layout_ == "foreign") {
+    if (!layout_) {
       MDB_val k = Val(keys_[i]), v;
       int rc = mdb_get(txn, dbi_, &k, &v);
       if (rc != 0) return MdbError(rc, fmt::format("{}: key '{}'", file_, EscapeBytes(keys_[i])));
@@ -302,7 +307,7 @@ class Reader : public LayoutReader {
       return s;
     }
     std::string prefix = SampleKey(i);
-    if (layout_ == "pickle") {
+    if (layout_ == LmdbLayout::kPickle) {
       MDB_val k = Val(prefix), v;
       int rc = mdb_get(txn, dbi_, &k, &v);
       if (rc == MDB_NOTFOUND) return bad("key " + prefix + " is missing");
@@ -316,7 +321,7 @@ class Reader : public LayoutReader {
       if (rc != 0) return MdbError(rc, file_);
       return ImageLabelSample(std::string(View(kv)), il->image, il->label);
     }
-    if (layout_ == "caffe") {  // PREFIX_KEY -> Datum
+    if (layout_ == LmdbLayout::kCaffe) {  // PREFIX_KEY -> Datum
       MDB_cursor* c = nullptr;
       int rc = mdb_cursor_open(txn, dbi_, &c);
       if (rc != 0) return MdbError(rc, file_);
@@ -332,7 +337,7 @@ class Reader : public LayoutReader {
       if (!il.ok()) return bad("key " + std::string(View(k)) + ": " + il.status().message());
       return ImageLabelSample(std::string(View(k).substr(start.size())), il->image, il->label);
     }
-    if (layout_ == "sample") {
+    if (layout_ == LmdbLayout::kSample) {
       MDB_val k = Val(prefix), v;
       int rc = mdb_get(txn, dbi_, &k, &v);
       if (rc == MDB_NOTFOUND) return bad("key " + prefix + " is missing");
@@ -390,7 +395,8 @@ class Reader : public LayoutReader {
   std::string dir_, file_, lock_;
   std::optional<LayoutMeta> meta_;
   uint64_t samples_ = 0;
-  std::string layout_ = "field";
+  // How samples are stored (docs/formats/lmdb.md); nullopt for a foreign LMDB (no __meta__).
+  std::optional<LmdbLayout> layout_ = LmdbLayout::kField;
   std::vector<std::string> keys_;       // foreign LMDB: every key, in order
   std::optional<SampleCrcTable> crcs_;  // dspack.crc when dspack.json lists it
   mutable std::mutex env_mu_;

@@ -54,6 +54,28 @@ for off in 144 148 4136; do
 done
 pass "a flipped meta-page bit (offsets 144, 148, 4136) is exit 1 naming data.mdb, never 0 samples with exit 0"
 
+# __meta__ rewritten through liblmdb (python3-lmdb) with a field of the wrong JSON type: the
+# reader once threw nlohmann's type_error from m.value("layout", ...) and aborted.
+for bad_meta in '"layout": 5' '"label_field": [1]'; do
+  rm -rf bad && cp -a good bad
+  /usr/bin/python3 - "$bad_meta" <<'PY'
+import json, lmdb, sys
+env = lmdb.open("bad", subdir=True)
+with env.begin(write=True) as t:
+    m = json.loads(t.get(b"__meta__"))
+    m.update(json.loads("{" + sys.argv[1] + "}"))
+    t.put(b"__meta__", json.dumps(m).encode())
+env.close()
+PY
+  for cmd in "verify bad" "info bad" "ls bad"; do
+    # shellcheck disable=SC2086
+    expect_exit 1 "$DSPACK" $cmd
+    grep -q "__meta__ is not dspack's JSON metadata" last.out last.err ||
+      { cat last.out last.err; fail "$bad_meta: $cmd: __meta__ not named"; }
+  done
+done
+pass "__meta__ with a layout or label_field of the wrong JSON type: exit 1 naming __meta__, no abort"
+
 signals=0
 for off in $(seq 8192 64 16383); do
   mutate "$off" =ff
