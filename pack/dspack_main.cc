@@ -127,7 +127,6 @@ static int Run(int argc, char** argv) try {
   uint64_t seed = 0;
   bool quiet = false, json = false;
   double mpi_timeout = 3600;
-  co.threads = 64;
   auto* conv = app.add_subcommand(
       "convert", "Pack a directory tree, an archive or a dataset into any dataset layout");
   conv->footer(
@@ -226,7 +225,6 @@ static int Run(int argc, char** argv) try {
 
   // synth
   ds::SynthOptions so;
-  so.threads = 4;
   std::string profiles;
   for (const auto& p : ds::SynthProfiles()) profiles += "\n  " + p.name + ": " + p.description;
   auto* synth = app.add_subcommand("synth", "Write a deterministic synthetic dataset");

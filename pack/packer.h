@@ -36,6 +36,10 @@ namespace ds {
 
 enum class OnError { kFail, kSkip };
 
+// Files read in parallel by default: enough operations in flight to hide NFS-like latency
+// (docs/benchmarks.md); `dspack convert --threads` shows it as its default.
+inline constexpr int kDefaultThreads = 64;
+
 struct ConvertOptions {
   std::string src;
   std::string out;
@@ -43,7 +47,7 @@ struct ConvertOptions {
   // The layout's knobs as the user gave them (shard size, alignment, LMDB layout, DALI index):
   // unset means the layout's default; one the layout does not take is refused.
   LayoutKnobs layout;
-  int threads = 64;
+  int threads = kDefaultThreads;
   bool label_from_dir = false;
   // Field names and types for the layout's loaders (formats/schema.h, docs/formats/schema.md).
   // Unset: imagenet when label_from_dir, an interop layout and every sample one image; else raw.
