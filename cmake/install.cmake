@@ -1,21 +1,54 @@
 # `cmake --install build --prefix P` and `cpack` (docs/install.md): the three tools, with
-# dsbench-slowfs beside dsbench (where dsbench looks for it); the libraries with their headers
-# (P/include/dspack/<folder>/*.h) and an exported package, so find_package(dspack) works; a
+# dsbench-slowfs beside dsbench (where dsbench looks for it); the libraries with their public
+# headers (P/include/dspack/<folder>/*.h) and an exported package, so find_package(dspack) works; a
 # pkg-config file; man pages generated from the tools' own --help (scripts/man.sh, help2man);
 # bash completion; the Python package (python/CMakeLists.txt). cpack makes a .deb whose Depends
 # come from dpkg-shlibdeps.
 include(CMakePackageConfigHelpers)
 
-install(TARGETS dspack dsbench dsbench-slowfs dssync RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+install(TARGETS dspack dsbench dssync RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(DSPACK_SLOWFS)
+  install(TARGETS dsbench-slowfs RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+endif()
 
-set(dspack_export dscore dsformats dsdatasets dspack_lib dssync_lib)
+# dspack::dspack, the umbrella (as fmt::fmt, TBB::tbb): every library below.
+add_library(dspack_all INTERFACE)
+set_target_properties(dspack_all PROPERTIES EXPORT_NAME dspack)
+target_link_libraries(dspack_all INTERFACE dsformats dsdatasets dspack_lib dssync_lib dscore)
+add_library(dspack::dspack ALIAS dspack_all)
+set(dspack_export dscore dsformats dsdatasets dspack_lib dssync_lib dspack_all)
 install(TARGETS ${dspack_export} EXPORT dspackTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dspack)
-foreach(folder src formats datasets pack sync)
-  install(DIRECTORY ${PROJECT_SOURCE_DIR}/${folder}/
-          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dspack/${folder}
-          FILES_MATCHING PATTERN "*.h" PATTERN "CMakeFiles" EXCLUDE)
+
+# The public headers: the API's entry points and what they include, transitively (computed here
+# from their #include lines, so the set follows the code). Internals stay out (pack/packer_impl.h,
+# formats/interop/lmdb_common.h, the engines' own headers): tests/e2e/install.sh checks that the
+# installed set is closed and that each header compiles on its own.
+set(dspack_public_entries
+    src/status.h formats/layout.h formats/layout_options.h formats/registry.h
+    formats/shard_assignment.h formats/subset.h pack/packer.h pack/inspect.h pack/partition.h
+    sync/syncer.h sync/staged.h datasets/synth.h)
+set(dspack_public_headers)
+set(todo ${dspack_public_entries})
+while(todo)
+  list(POP_FRONT todo header)
+  if(header IN_LIST dspack_public_headers)
+    continue()
+  endif()
+  list(APPEND dspack_public_headers ${header})
+  file(STRINGS ${PROJECT_SOURCE_DIR}/${header} includes REGEX "^#include \"[^\"]+\"")
+  foreach(line ${includes})
+    string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" inc "${line}")
+    if(EXISTS ${PROJECT_SOURCE_DIR}/${inc})
+      list(APPEND todo ${inc})
+    endif()
+  endforeach()
+endwhile()
+foreach(header ${dspack_public_headers})
+  get_filename_component(dir ${header} DIRECTORY)
+  install(FILES ${PROJECT_SOURCE_DIR}/${header}
+          DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/dspack/${dir})
 endforeach()
 set(cmake_dir ${CMAKE_INSTALL_LIBDIR}/cmake/dspack)
 install(EXPORT dspackTargets NAMESPACE dspack:: DESTINATION ${cmake_dir})

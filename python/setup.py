@@ -1,9 +1,11 @@
 """pip install ./python --no-build-isolation: builds dspack._dspack with CMake from this source tree.
 
 The extension is compiled from the C++ sources of the checkout this folder belongs to (the
-libraries are linked into it statically; nothing needs to be installed first). It needs what the
-project's build needs (scripts/deps.sh) plus pybind11-dev and python3-dev; it works offline with
-Debian's setuptools. On Debian 12 the system Python refuses pip (PEP 668): install into a venv
+libraries are linked into it statically; nothing needs to be installed first). It needs the
+libraries the formats link (scripts/deps.sh) plus pybind11-dev and python3-dev, but not the test
+and FUSE stacks (Catch2, Google Benchmark, fuse3): the tests, micro-benchmarks and slow file
+system are left out. It works offline with Debian's setuptools; the metadata is pyproject.toml's.
+DSPACK_CMAKE_ARGS (space-separated) reaches CMake's configure step as extra arguments. On Debian 12 the system Python refuses pip (PEP 668): install into a venv
 made with --system-site-packages (so Debian's torch stays visible), or use cmake --install.
 """
 
@@ -25,8 +27,9 @@ class CMakeBuild(build_ext):
         build = pathlib.Path(self.build_temp).resolve() / "cmake"
         subprocess.check_call([
             "cmake", "-S", str(ROOT), "-B", str(build), "-DCMAKE_BUILD_TYPE=Release",
-            "-DDSPACK_PYTHON=ON", "-DDSPACK_MICRO_BENCH=OFF",
-            f"-DPython3_EXECUTABLE={sys.executable}"])
+            "-DDSPACK_PYTHON=ON", "-DDSPACK_MICRO_BENCH=OFF", "-DDSPACK_TESTS=OFF",
+            "-DDSPACK_SLOWFS=OFF", f"-DPython3_EXECUTABLE={sys.executable}",
+            *os.environ.get("DSPACK_CMAKE_ARGS", "").split()])
         jobs = os.environ.get("JOBS", "2")
         subprocess.check_call(["cmake", "--build", str(build), "--target", "_dspack", "-j", jobs])
         built = next((build / "python" / "dspack").glob("_dspack*.so"))
@@ -36,12 +39,7 @@ class CMakeBuild(build_ext):
 
 
 setup(
-    name="dspack",
-    version="0.1.0",
-    description="Read dspack datasets (and zip files, directory trees) from Python and PyTorch",
     packages=["dspack", "dspack.torch"],
     ext_modules=[Extension("dspack._dspack", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
-    install_requires=["numpy"],
-    python_requires=">=3.9",
 )

@@ -16,7 +16,7 @@ cmake --install "$BUILD_DIR" --prefix "$P" > install.log || { cat install.log; f
 for f in bin/dspack bin/dsbench bin/dsbench-slowfs bin/dssync share/man/man1/dspack.1 \
   share/man/man1/dsbench.1 share/man/man1/dssync.1 share/bash-completion/completions/dsbench \
   lib/cmake/dspack/dspackConfig.cmake lib/pkgconfig/dspack.pc include/dspack/formats/layout.h \
-  include/dspack/src/status.h lib/libdsformats.a; do
+  include/dspack/src/status.h lib/libdspack_formats.a lib/libdspack_core.a; do
   [ -e "$P/$f" ] || fail "not installed: $f"
 done
 "$P/bin/dspack" --version | grep -q "^dspack " || fail "installed dspack --version"
@@ -33,7 +33,45 @@ grep -q -- "--mpi-stonewall" "$P/share/man/man1/dsbench.1" || fail "dsbench.1 la
   COMP_WORDS=(dsbench io --ioeng); COMP_CWORD=2; _dspack_complete
   [ "${COMPREPLY[*]}" = --ioengine ] || { echo "flags: ${COMPREPLY[*]}"; exit 1; }
 ) || fail "bash completion"
-pass "cmake --install: tools, slowfs helper, man pages from --help, bash completion, headers, CMake package, pkg-config"
+# Only the public headers: no internals, every quoted include of an installed header installed
+# too, and each one compiles on its own against the prefix.
+for internal in pack/packer_impl.h formats/interop/lmdb_common.h src/io_engine.h; do
+  [ ! -e "$P/include/dspack/$internal" ] || fail "an internal header is installed: $internal"
+done
+( cd "$P/include/dspack" && find . -name '*.h' | sed 's|^\./||' ) | sort > headers.txt
+[ "$(wc -l < headers.txt)" -ge 10 ] || fail "few headers installed: $(cat headers.txt)"
+while read -r h; do
+  { grep -o '^#include "[^"]*"' "$P/include/dspack/$h" || true; } | sed 's/^#include "\(.*\)"/\1/' |
+    while read -r inc; do
+      [ -e "$P/include/dspack/$inc" ] || { echo "$h includes $inc, which is not installed"; exit 1; }
+    done || fail "the installed headers are not closed"
+  echo "#include \"$h\"" > one.cc
+  g++ -std=c++20 -fsyntax-only -I"$P/include/dspack" one.cc 2> one.log ||
+    { cat one.log; fail "$h does not compile on its own"; }
+done < headers.txt
+pass "cmake --install: tools, slowfs helper, man pages from --help, bash completion, public headers only (closed, each compiles alone), CMake package, pkg-config"
+
+# `pip install ./python` configures as python/setup.py does (no tests, micro-benchmarks or slow
+# file system), on a machine without Catch2, Google Benchmark or fuse3: CMake is told those
+# packages do not exist, and pkg-config sees every .pc here but fuse3's.
+SRC_DIR=${SRC_DIR:?set SRC_DIR}
+mkdir pc-nofuse
+for d in $(pkg-config --variable pc_path pkg-config | tr : ' '); do
+  for pc in "$d"/*.pc; do
+    [ -e "$pc" ] && [ "$(basename "$pc")" != fuse3.pc ] && ln -sf "$pc" pc-nofuse/
+  done
+done
+[ ! -e pc-nofuse/fuse3.pc ] && [ -e pc-nofuse/liburing.pc ] || fail "pkg-config dir without fuse3"
+PKG_CONFIG_LIBDIR=$PWD/pc-nofuse cmake -S "$SRC_DIR" -B nodeps -DDSPACK_PYTHON=ON \
+  -DDSPACK_MICRO_BENCH=OFF -DDSPACK_TESTS=OFF -DDSPACK_SLOWFS=OFF \
+  -DCMAKE_DISABLE_FIND_PACKAGE_Catch2=ON -DCMAKE_DISABLE_FIND_PACKAGE_benchmark=ON \
+  > nodeps.log 2>&1 || { cat nodeps.log; fail "configure without Catch2, benchmark and fuse3"; }
+cmake --build nodeps --target help > targets.txt || fail "the python-only build's target list"
+grep -q "_dspack" targets.txt || fail "no _dspack target without the test stack"
+! grep -q "dspack_tests\|dsbench-slowfs" targets.txt || fail "tests or slowfs configured: $(cat targets.txt)"
+! grep -q "FUSE3_FOUND:INTERNAL=1\|Catch2_DIR:PATH=/" nodeps/CMakeCache.txt ||
+  fail "the python-only configure still looked for fuse3 or Catch2"
+pass "the Python package's configure needs neither Catch2, Google Benchmark nor fuse3"
 
 "$P/bin/dspack" synth tiny-files src --samples 50 --seed 1 -q
 "$P/bin/dspack" convert src ds -q
@@ -44,7 +82,7 @@ project(consumer CXX)
 set(CMAKE_CXX_STANDARD 20)
 find_package(dspack REQUIRED)
 add_executable(consumer main.cc)
-target_link_libraries(consumer PRIVATE dspack::dsformats)
+target_link_libraries(consumer PRIVATE dspack::dspack)  # the umbrella target
 EOF
 cat > consumer/main.cc <<'EOF'
 #include <cstdio>
