@@ -37,6 +37,8 @@ while(todo)
     continue()
   endif()
   list(APPEND dspack_public_headers ${header})
+  # A change of what a public header includes changes the closure: configure again.
+  set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/${header})
   file(STRINGS ${PROJECT_SOURCE_DIR}/${header} includes REGEX "^#include \"[^\"]+\"")
   foreach(line ${includes})
     string(REGEX REPLACE "^#include \"([^\"]+)\".*" "\\1" inc "${line}")

@@ -11,6 +11,7 @@
 
 #include "formats/layout.h"
 #include "src/fd.h"
+#include "src/storage.h"
 #include "sync/staged.h"
 
 namespace ds::sync {
@@ -26,33 +27,42 @@ bool Inside(const std::string& path, const std::string& root) {
                           (root.back() == '/' || path[root.size()] == '/'));
 }
 
-const char* TypeName(mode_t m) {
-  if (S_ISFIFO(m)) return "a fifo";
-  if (S_ISSOCK(m)) return "a socket";
-  if (S_ISCHR(m) || S_ISBLK(m)) return "a device";
-  return "not a regular file";
+const char* TypeName(FileType t) {
+  switch (t) {
+    case FileType::kFifo:
+      return "a fifo";
+    case FileType::kSocket:
+      return "a socket";
+    case FileType::kDevice:
+      return "a device";
+    default:
+      return "not a regular file";
+  }
 }
 
 struct Walker {
   std::string root;       // SRC as given
   std::string real_root;  // realpath(SRC)
   PlanOptions options;
+  Storage& storage;
   std::vector<PlanFile> files;
   Plan* plan;
 
-  void Add(const std::string& rel, const std::string& path, const struct stat& st) {
+  void Add(const std::string& rel, const std::string& path, const FileInfo& info) {
     PlanFile f;
     f.rel = rel;
     f.src_path = path;
-    f.size = static_cast<uint64_t>(st.st_size);
-    f.mtime_ns = MtimeNs(st);
-    f.mode = st.st_mode & 07777;
+    f.size = info.size;
+    f.mtime_ns = info.mtime_ns;
+    f.mode = info.mode;
     files.push_back(std::move(f));
   }
 
+  // A symlink is local-path semantics (canonical() resolves it): only the local backend lists
+  // them.
   void Symlink(const std::string& rel, const std::string& path) {
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) {
+    auto st = storage.Stat(path, /*follow=*/true);
+    if (!st.ok()) {
       plan->errors.push_back(Status(
           Code::kBadInput, fmt::format("{}: unreadable: dangling symlink (not staged)", rel)));
       return;
@@ -60,78 +70,67 @@ struct Walker {
     std::error_code ec;
     std::string target = std::filesystem::canonical(path, ec).string();
     bool inside = !ec && Inside(target, real_root);
-    if (S_ISDIR(st.st_mode)) {
+    if (st->type == FileType::kDirectory) {
       plan->warnings.push_back(rel + ": symlink to a directory, skipped");
-    } else if (!S_ISREG(st.st_mode)) {
+    } else if (st->type != FileType::kRegular) {
       plan->errors.push_back(Status(Code::kBadInput, fmt::format("{}: unreadable: symlink to {}",
-                                                                 rel, TypeName(st.st_mode))));
+                                                                 rel, TypeName(st->type))));
     } else if (inside || options.follow_symlinks) {
-      Add(rel, ec ? path : target, st);
+      Add(rel, ec ? path : target, *st);
     } else {
       plan->warnings.push_back(fmt::format(
           "{}: symlink to {} outside SRC, skipped (`follow_symlinks` copies it)", rel, target));
     }
   }
 
-  // Lists one directory; names starting with ".dssync-" are dssync's own and left out.
-  static Status List(const std::string& dir, const std::string& rel_dir,
-                     std::vector<std::string>* rels) {
-    DIR* d = ::opendir(dir.c_str());
-    if (d == nullptr) return Status::FromErrno(errno, dir, Code::kBadInput);
-    while (struct dirent* e = ::readdir(d)) {
-      std::string_view n = e->d_name;
-      if (n == "." || n == ".." || n.substr(0, 8) == ".dssync-") continue;
-      rels->push_back(rel_dir.empty() ? std::string(n) : rel_dir + "/" + std::string(n));
-    }
-    ::closedir(d);
-    return Status::Ok();
-  }
-
-  // Breadth first, one level at a time, with the directory listings and the lstat calls of a
-  // level spread over `threads` threads: on NFS each is a round trip.
+  // Breadth first, one level at a time, with the directory listings of a level spread over
+  // `threads` threads; each listing comes with every entry's type, size and mtime (the
+  // backend's READDIRPLUS): no stat per file.
   Status Walk() {
     std::vector<std::string> level{""};
     while (!level.empty()) {
-      std::vector<std::vector<std::string>> listed(level.size());
-      std::vector<Status> list_errors(level.size());
+      std::vector<Result<std::vector<DirEntry>>> listed(level.size(), std::vector<DirEntry>{});
       ParallelFor(level.size(), options.threads, [&](size_t i) {
         const std::string& rel = level[i];
-        list_errors[i] = List(rel.empty() ? root : root + "/" + rel, rel, &listed[i]);
+        listed[i] = storage.List(rel.empty() ? root : root + "/" + rel);
       });
-      std::vector<std::string> rels;
+      std::vector<std::string> next;
       for (size_t i = 0; i < level.size(); ++i) {
-        if (!list_errors[i].ok()) {
-          if (level[i].empty()) return list_errors[i];
-          plan->errors.push_back(list_errors[i]);
-        }
-        rels.insert(rels.end(), listed[i].begin(), listed[i].end());
-      }
-      std::vector<struct stat> st(rels.size());
-      std::vector<int> err(rels.size(), 0);
-      ParallelFor(rels.size(), options.threads, [&](size_t i) {
-        if (::lstat((root + "/" + rels[i]).c_str(), &st[i]) != 0) err[i] = errno;
-      });
-      level.clear();
-      for (size_t i = 0; i < rels.size(); ++i) {
-        const std::string& rel = rels[i];
-        if (err[i] != 0) {
-          plan->errors.push_back(Status::FromErrno(err[i], rel, Code::kBadInput));
+        if (!listed[i].ok()) {
+          Status st = listed[i].status();
+          if (st.code() == Code::kIOError) {
+            st = Status(Code::kBadInput, st.message(), st.err());
+          }
+          if (level[i].empty()) return st;
+          plan->errors.push_back(st);
           continue;
         }
-        plan->all.insert(rel);
-        mode_t m = st[i].st_mode;
-        if (S_ISDIR(m)) {
-          plan->dirs.push_back(rel);
-          level.push_back(rel);
-        } else if (S_ISLNK(m)) {
-          Symlink(rel, root + "/" + rel);
-        } else if (S_ISREG(m)) {
-          Add(rel, root + "/" + rel, st[i]);
-        } else {
-          plan->errors.push_back(Status(
-              Code::kBadInput, fmt::format("{}: unreadable: {} (not staged)", rel, TypeName(m))));
+        std::sort(listed[i]->begin(), listed[i]->end(),
+                  [](const DirEntry& a, const DirEntry& b) { return a.name < b.name; });
+        for (const DirEntry& e : *listed[i]) {
+          // Names starting with ".dssync-" are dssync's own and left out.
+          if (e.name.compare(0, 8, ".dssync-") == 0) continue;
+          std::string rel = level[i].empty() ? e.name : level[i] + "/" + e.name;
+          plan->all.insert(rel);
+          switch (e.info.type) {
+            case FileType::kDirectory:
+              plan->dirs.push_back(rel);
+              next.push_back(rel);
+              break;
+            case FileType::kSymlink:
+              Symlink(rel, root + "/" + rel);
+              break;
+            case FileType::kRegular:
+              Add(rel, root + "/" + rel, e.info);
+              break;
+            default:
+              plan->errors.push_back(Status(Code::kBadInput,
+                                            fmt::format("{}: unreadable: {} (not staged)", rel,
+                                                        TypeName(e.info.type))));
+          }
         }
       }
+      level = std::move(next);
     }
     auto by_rel = [](const PlanFile& a, const PlanFile& b) { return a.rel < b.rel; };
     std::sort(files.begin(), files.end(), by_rel);
@@ -160,11 +159,17 @@ bool IsMetadataName(std::string_view rel) { return IsLayoutMetadataName(rel); }
 
 Result<Plan> BuildPlan(const std::string& src, const PlanOptions& options) {
   Plan plan;
-  struct stat st;
-  if (::stat(src.c_str(), &st) != 0) return Status::FromErrno(errno, src, Code::kInvalidArgument);
-  if (!S_ISDIR(st.st_mode)) return Status(Code::kInvalidArgument, src + ": not a directory");
+  std::shared_ptr<Storage> storage = options.storage ? options.storage : LocalStorage();
+  auto st = storage->Stat(src, /*follow=*/true);
+  if (!st.ok()) {
+    Code code = st.status().code() == Code::kNotFound ? Code::kNotFound : Code::kInvalidArgument;
+    return Status(code, st.status().message(), st.status().err());
+  }
+  if (st->type != FileType::kDirectory) {
+    return Status(Code::kInvalidArgument, src + ": not a directory");
+  }
   std::error_code ec;
-  Walker w{src, std::filesystem::canonical(src, ec).string(), options, {}, &plan};
+  Walker w{src, std::filesystem::canonical(src, ec).string(), options, *storage, {}, &plan};
   DS_RETURN_IF_ERROR(w.Walk());
 
   std::vector<DatasetFile> listed;

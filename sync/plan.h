@@ -1,8 +1,9 @@
 // The staging plan: what SRC holds, which files are shards and which are metadata, which shards
 // this rank stages (docs/dssync.md, "Which shards a rank stages").
 //
-// BuildPlan walks SRC (lstat, no symlinked directories followed, `threads` calls in flight) and
-// classifies every entry:
+// BuildPlan walks SRC through the storage interface (one List per directory, which gives every
+// entry's type, size and mtime; no symlinked directories followed; `threads` listings in
+// flight) and classifies every entry:
 //   - A dataset dspack wrote (ListDatasetFiles in formats/layout.h finds its metadata): the
 //     shards are the files its metadata lists, in that order, each with its XXH3-64; every other
 //     file is metadata, with the hash the metadata records for it where it records one.
@@ -26,6 +27,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <set>
 #include <string>
@@ -33,6 +35,7 @@
 #include <vector>
 
 #include "src/status.h"
+#include "src/storage.h"
 
 namespace ds::sync {
 
@@ -58,7 +61,10 @@ struct Plan {
 
 struct PlanOptions {
   bool follow_symlinks = false;
-  int threads = 16;  // directory listings and lstat calls in flight
+  int threads = 16;  // directory listings in flight
+  // Where SRC lives (src/storage.h); null: the local backend. Tests hand a Counting or
+  // FaultStorage here.
+  std::shared_ptr<Storage> storage;
 };
 
 // kNotFound / kInvalidArgument when SRC is not a readable directory; kCorruption when its

@@ -1,0 +1,150 @@
+// Storage: "where the bytes live", one interface under every reader, writer and copier
+// (ARCHITECTURE.md, "The storage interface"). Modelled on leveldb's Env, RocksDB's FileSystem
+// and Arrow's FileSystem: a backend per URI scheme, chosen by OpenStorage.
+//
+// Schemes: a plain path or file:///abs/path is the local backend (LocalStorage). Other schemes
+// (nfs://, s3://) are registered by their backends with RegisterStorage; an unregistered scheme
+// is kBadInput naming the URI and the schemes this build knows (exit 1).
+//
+// Contracts, for every backend:
+//   - Paths are the backend's own (OpenStorage returns the path inside the backend). Errors name
+//     the path, and for reads the offset, in the message.
+//   - RandomAccessFile::ReadAt reads exactly n bytes or fails: EOF first is kCorruption
+//     "truncated at offset X"; a short read from the backend is continued, never returned. It is
+//     safe from many threads at once on one file.
+//   - WritableFile: bytes appended are invisible under the final name until Commit(), which
+//     syncs and then publishes atomically (local: fsync + rename + fsync(dir)). A file dropped
+//     without Commit() removes its temp: nothing partial stays under a final name.
+//   - List gives every entry of one directory with its type, size and mtime in one call (NFS's
+//     READDIRPLUS, S3's ListObjectsV2); "." and ".." are not listed; order is unspecified; an
+//     entry removed while listing is left out. Symlinks are described, not followed.
+//   - Capabilities are asked, not found out by failing: caps() says whether a file can be
+//     memory-mapped, whether rename is atomic, whether a page cache can be controlled, how many
+//     reads may be in flight, whether locks exclude writers.
+//   - LockWriter: one writer per directory while the lock lives (local: flock, dir_lock.h).
+// Thread-safety: a Storage is safe to share between threads; a WritableFile is not.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "src/status.h"
+
+namespace ds {
+
+enum class FileType : uint8_t { kRegular, kDirectory, kSymlink, kFifo, kSocket, kDevice, kOther };
+
+struct FileInfo {
+  FileType type = FileType::kOther;
+  uint64_t size = 0;
+  int64_t mtime_ns = 0;
+  mode_t mode = 0;  // permission bits (07777)
+};
+
+struct DirEntry {
+  std::string name;
+  FileInfo info;
+};
+
+struct StorageCaps {
+  bool mmap = false;           // files can be memory-mapped (liblmdb, the native global index)
+  bool atomic_rename = false;  // Rename and Commit replace the target atomically
+  bool page_cache = false;     // a local page cache that can be dropped and queried
+  bool exclusive_lock = false;  // LockWriter excludes writers on other clients too
+  unsigned max_inflight = 1;   // reads worth keeping in flight at once
+};
+
+class RandomAccessFile {
+ public:
+  virtual ~RandomAccessFile() = default;
+  virtual const std::string& name() const = 0;
+  virtual uint64_t size() const = 0;
+  // Up to n bytes at offset; fewer only at EOF (0 at or past it).
+  virtual Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) = 0;
+  // Exactly n bytes at offset (see the contract above).
+  Status ReadAt(uint64_t offset, void* buf, size_t n);
+  // The local fd for an engine that owns local files (io_uring, libaio, mmap); -1 if remote.
+  virtual int fd() const { return -1; }
+};
+
+class WritableFile {
+ public:
+  virtual ~WritableFile() = default;
+  virtual const std::string& name() const = 0;  // the final name
+  virtual uint64_t size() const = 0;
+  virtual Status Append(std::string_view data) = 0;
+  // Makes what was appended durable (still under the temp name).
+  virtual Status Sync() = 0;
+  // Sync, then publish under the final name, replacing what was there. Once only.
+  virtual Status Commit() = 0;
+};
+
+// Held while a writer owns a directory; released when destroyed.
+class StorageLock {
+ public:
+  virtual ~StorageLock() = default;
+};
+
+class Storage {
+ public:
+  virtual ~Storage() = default;
+  virtual std::string_view scheme() const = 0;
+  virtual StorageCaps caps() const = 0;
+
+  virtual Result<std::unique_ptr<RandomAccessFile>> OpenRead(const std::string& path) = 0;
+  // A new file that appears under `path` at Commit(). The parent directory must exist.
+  virtual Result<std::unique_ptr<WritableFile>> Create(const std::string& path) = 0;
+  // follow: a symlink is described by its target (stat) rather than itself (lstat).
+  virtual Result<FileInfo> Stat(const std::string& path, bool follow = false) = 0;
+  virtual Result<std::vector<DirEntry>> List(const std::string& dir) = 0;
+  // Creates dir and its missing parents; an existing directory is fine.
+  virtual Status MakeDirs(const std::string& dir) = 0;
+  // Removes a file or an empty directory; a missing one is kNotFound.
+  virtual Status Remove(const std::string& path) = 0;
+  virtual Status Rename(const std::string& from, const std::string& to) = 0;
+  // *warning says so when the backend cannot lock here and the run goes on unlocked.
+  virtual Result<std::unique_ptr<StorageLock>> LockWriter(const std::string& dir,
+                                                          std::string* warning) = 0;
+};
+
+// "scheme://authority/path": scheme "file" for a plain path. file:// takes no authority.
+struct StorageUri {
+  std::string scheme;
+  std::string authority;  // host[:port] for nfs://, the bucket for s3://
+  std::string path;       // inside the backend; "/"-separated
+};
+Result<StorageUri> ParseStorageUri(std::string_view uri);
+
+using StorageFactory = std::function<Result<std::shared_ptr<Storage>>(const StorageUri&)>;
+// Registers (or replaces) the backend for scheme. Thread-safe.
+void RegisterStorage(std::string scheme, StorageFactory factory);
+// The schemes OpenStorage knows, sorted.
+std::vector<std::string> StorageSchemes();
+
+struct StorageRef {
+  std::shared_ptr<Storage> storage;
+  std::string path;  // uri's path inside storage
+};
+// The backend for uri and the path inside it.
+Result<StorageRef> OpenStorage(std::string_view uri);
+
+// The process's local backend (POSIX files; safe to share).
+std::shared_ptr<Storage> LocalStorage();
+
+// Refuses a backend that lacks mmap, with why and the fix, e.g. "s3://b/x: LMDB needs a local
+// file: liblmdb maps it; stage it with dssync or read it through a mount" (kUnsupported).
+Status RequireMmap(const Storage& storage, std::string_view uri, std::string_view why);
+
+// Reads a whole (small) file through storage.
+Result<std::string> ReadAll(Storage& storage, const std::string& path);
+// Writes data under path through Create + Append + Commit.
+Status WriteAll(Storage& storage, const std::string& path, std::string_view data);
+
+}  // namespace ds

@@ -1,0 +1,258 @@
+// CountingStorage and FaultStorage (src/storage_decorators.h).
+#include "src/storage_decorators.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+namespace ds {
+
+std::string_view StorageOpName(StorageOp op) {
+  static constexpr std::array<std::string_view, kStorageOpCount> kNames = {
+      "open", "stat", "list", "read", "create", "write",
+      "sync", "commit", "mkdir", "remove", "rename", "lock"};
+  return kNames[static_cast<size_t>(op)];
+}
+
+uint64_t StorageOps::total() const {
+  uint64_t t = 0;
+  for (uint64_t c : count) t += c;
+  return t;
+}
+
+std::string FormatStorageBill(const StorageOps& ops, uint64_t samples) {
+  double per = samples == 0 ? 1.0 : static_cast<double>(samples);
+  std::string parts;
+  for (size_t i = 0; i < kStorageOpCount; ++i) {
+    if (ops.count[i] == 0) continue;
+    if (!parts.empty()) parts += ", ";
+    parts += fmt::format("{} {:.3g}", StorageOpName(static_cast<StorageOp>(i)),
+                         static_cast<double>(ops.count[i]) / per);
+  }
+  return fmt::format("{:.3g} ops per {} ({})", static_cast<double>(ops.total()) / per,
+                     samples == 0 ? "run" : "sample", parts.empty() ? "none" : parts);
+}
+
+// ---- StorageDecorator ----
+
+Result<std::unique_ptr<RandomAccessFile>> StorageDecorator::OpenRead(const std::string& path) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kOpen, path + ": open"));
+  DS_ASSIGN_OR_RETURN(auto file, base_->OpenRead(path));
+  return WrapRead(std::move(file));
+}
+
+Result<std::unique_ptr<WritableFile>> StorageDecorator::Create(const std::string& path) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kCreate, path + ": create"));
+  DS_ASSIGN_OR_RETURN(auto file, base_->Create(path));
+  return WrapWrite(std::move(file));
+}
+
+Result<FileInfo> StorageDecorator::Stat(const std::string& path, bool follow) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kStat, path + ": stat"));
+  return base_->Stat(path, follow);
+}
+
+Result<std::vector<DirEntry>> StorageDecorator::List(const std::string& dir) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kList, dir + ": list"));
+  return base_->List(dir);
+}
+
+Status StorageDecorator::MakeDirs(const std::string& dir) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kMkdir, dir + ": mkdir"));
+  return base_->MakeDirs(dir);
+}
+
+Status StorageDecorator::Remove(const std::string& path) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kRemove, path + ": remove"));
+  return base_->Remove(path);
+}
+
+Status StorageDecorator::Rename(const std::string& from, const std::string& to) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kRename, fmt::format("{}: rename to {}", from, to)));
+  return base_->Rename(from, to);
+}
+
+Result<std::unique_ptr<StorageLock>> StorageDecorator::LockWriter(const std::string& dir,
+                                                                 std::string* warning) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kLock, dir + ": lock"));
+  return base_->LockWriter(dir, warning);
+}
+
+// ---- CountingStorage ----
+
+namespace {
+
+class CountingFile final : public RandomAccessFile {
+ public:
+  CountingFile(std::unique_ptr<RandomAccessFile> base, CountingStorage* owner)
+      : base_(std::move(base)), owner_(owner) {}
+  const std::string& name() const override { return base_->name(); }
+  uint64_t size() const override { return base_->size(); }
+  // An engine reading through the fd counts its reads with CountingStorage::Count.
+  int fd() const override { return base_->fd(); }
+  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) override {
+    auto got = base_->ReadSome(offset, buf, n);
+    owner_->Count(StorageOp::kRead, got.ok() ? *got : 0);
+    return got;
+  }
+
+ private:
+  std::unique_ptr<RandomAccessFile> base_;
+  CountingStorage* owner_;
+};
+
+class CountingWritable final : public WritableFile {
+ public:
+  CountingWritable(std::unique_ptr<WritableFile> base, CountingStorage* owner)
+      : base_(std::move(base)), owner_(owner) {}
+  const std::string& name() const override { return base_->name(); }
+  uint64_t size() const override { return base_->size(); }
+  Status Append(std::string_view data) override {
+    owner_->Count(StorageOp::kWrite, data.size());
+    return base_->Append(data);
+  }
+  Status Sync() override {
+    owner_->Count(StorageOp::kSync);
+    return base_->Sync();
+  }
+  Status Commit() override {
+    owner_->Count(StorageOp::kCommit);
+    return base_->Commit();
+  }
+
+ private:
+  std::unique_ptr<WritableFile> base_;
+  CountingStorage* owner_;
+};
+
+}  // namespace
+
+void CountingStorage::Count(StorageOp op, uint64_t bytes) {
+  count_[static_cast<size_t>(op)].fetch_add(1, std::memory_order_relaxed);
+  if (op == StorageOp::kRead) read_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+  if (op == StorageOp::kWrite) write_bytes_.fetch_add(bytes, std::memory_order_relaxed);
+}
+
+StorageOps CountingStorage::ops() const {
+  StorageOps out;
+  for (size_t i = 0; i < kStorageOpCount; ++i) out.count[i] = count_[i].load();
+  out.read_bytes = read_bytes_.load();
+  out.write_bytes = write_bytes_.load();
+  return out;
+}
+
+void CountingStorage::Reset() {
+  for (auto& c : count_) c = 0;
+  read_bytes_ = 0;
+  write_bytes_ = 0;
+}
+
+Status CountingStorage::Before(StorageOp op, const std::string&) {
+  Count(op);
+  return Status::Ok();
+}
+
+std::unique_ptr<RandomAccessFile> CountingStorage::WrapRead(std::unique_ptr<RandomAccessFile> f) {
+  return std::make_unique<CountingFile>(std::move(f), this);
+}
+
+std::unique_ptr<WritableFile> CountingStorage::WrapWrite(std::unique_ptr<WritableFile> f) {
+  return std::make_unique<CountingWritable>(std::move(f), this);
+}
+
+// ---- FaultStorage ----
+
+namespace {
+
+class FaultFile final : public RandomAccessFile {
+ public:
+  FaultFile(std::unique_ptr<RandomAccessFile> base, FaultStorage* owner)
+      : base_(std::move(base)), owner_(owner) {}
+  const std::string& name() const override { return base_->name(); }
+  uint64_t size() const override { return base_->size(); }
+  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) override {
+    DS_RETURN_IF_ERROR(
+        owner_->Check(StorageOp::kRead, fmt::format("{}: read at offset {}", name(), offset)));
+    size_t cap = owner_->short_reads();
+    return base_->ReadSome(offset, buf, cap == 0 ? n : std::min(n, cap));
+  }
+
+ private:
+  std::unique_ptr<RandomAccessFile> base_;
+  FaultStorage* owner_;
+};
+
+// Holds appends in memory until Sync, Commit or kFaultWriteBack bytes, so that Crash() loses
+// exactly what a power cut may lose.
+class FaultWritable final : public WritableFile {
+ public:
+  FaultWritable(std::unique_ptr<WritableFile> base, FaultStorage* owner)
+      : base_(std::move(base)), owner_(owner) {}
+  const std::string& name() const override { return base_->name(); }
+  uint64_t size() const override { return base_->size() + pending_.size(); }
+  Status Append(std::string_view data) override {
+    DS_RETURN_IF_ERROR(owner_->Check(
+        StorageOp::kWrite, fmt::format("{}: write at offset {}", name(), size())));
+    pending_.append(data);
+    if (pending_.size() >= kFaultWriteBack) return WriteBack();
+    return Status::Ok();
+  }
+  Status Sync() override {
+    DS_RETURN_IF_ERROR(owner_->Check(StorageOp::kSync, name() + ": fsync"));
+    DS_RETURN_IF_ERROR(WriteBack());
+    return base_->Sync();
+  }
+  Status Commit() override {
+    DS_RETURN_IF_ERROR(owner_->Check(StorageOp::kCommit, name() + ": commit"));
+    DS_RETURN_IF_ERROR(WriteBack());
+    return base_->Commit();
+  }
+
+ private:
+  Status WriteBack() {
+    if (owner_->crashed()) return owner_->Check(StorageOp::kWrite, name());
+    Status st = base_->Append(pending_);
+    pending_.clear();
+    return st;
+  }
+
+  std::unique_ptr<WritableFile> base_;
+  FaultStorage* owner_;
+  std::string pending_;
+};
+
+}  // namespace
+
+void FaultStorage::FailOp(StorageOp op, uint64_t nth, int err) {
+  std::lock_guard lock(mu_);
+  size_t i = static_cast<size_t>(op);
+  armed_[i] = Armed{seen_[i] + std::max<uint64_t>(nth, 1), err != 0 ? err : EIO};
+}
+
+Status FaultStorage::Check(StorageOp op, const std::string& what) {
+  if (crashed_) {
+    return Status(Code::kIOError, what + ": Input/output error (after a simulated crash)", EIO);
+  }
+  size_t i = static_cast<size_t>(op);
+  uint64_t n = ++seen_[i];
+  std::lock_guard lock(mu_);
+  if (armed_[i].at == 0 || n != armed_[i].at) return Status::Ok();
+  int err = armed_[i].err;
+  armed_[i] = Armed{};
+  Code code = err == ENOSPC ? Code::kNoSpace : Code::kIOError;
+  return Status(code, fmt::format("{}: {} (injected {} #{})", what, std::strerror(err),
+                                  StorageOpName(op), n),
+                err);
+}
+
+std::unique_ptr<RandomAccessFile> FaultStorage::WrapRead(std::unique_ptr<RandomAccessFile> f) {
+  return std::make_unique<FaultFile>(std::move(f), this);
+}
+
+std::unique_ptr<WritableFile> FaultStorage::WrapWrite(std::unique_ptr<WritableFile> f) {
+  return std::make_unique<FaultWritable>(std::move(f), this);
+}
+
+}  // namespace ds

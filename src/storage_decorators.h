@@ -1,0 +1,144 @@
+// Two backends that stand over any other (src/storage.h), as leveldb's FaultInjectionTestEnv and
+// RocksDB's FaultInjectionTestFS stand over theirs.
+//
+// CountingStorage counts the operations a run makes, by kind, and the bytes moved: the bill of a
+// layout ("dir: 3 ops per sample; native: 0.002"); over NFS it is the RPC bill. A read is one
+// ReadSome call on the backend below (ReadAt's continuation of a short read counts again, as a
+// second RPC would). Counters are atomic: share one CountingStorage between threads.
+//
+// FaultStorage injects the failures a test needs:
+//   - FailOp(op, nth, err): the nth operation of that kind from now fails with err (EIO by
+//     default; ENOSPC on a write is "disk full"). The error names the path, and for a read the
+//     offset, and says it was injected.
+//   - ShortReads(max): every read returns at most max bytes (ReadAt must continue them).
+//   - Crash(): a power cut. Every writable file loses what it did not Sync (appends are held in
+//     memory until Sync, Commit, or kFaultWriteBack bytes, when they go down as the kernel's
+//     writeback would), and every later operation fails with EIO "after a simulated crash".
+//     A file not yet committed never appears under its final name.
+// Files from FaultStorage report fd() -1, so every byte read passes through the faults.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "src/storage.h"
+
+namespace ds {
+
+enum class StorageOp : uint8_t {
+  kOpen,
+  kStat,
+  kList,
+  kRead,
+  kCreate,
+  kWrite,
+  kSync,
+  kCommit,
+  kMkdir,
+  kRemove,
+  kRename,
+  kLock,
+};
+inline constexpr size_t kStorageOpCount = 12;
+std::string_view StorageOpName(StorageOp op);
+
+struct StorageOps {
+  std::array<uint64_t, kStorageOpCount> count{};
+  uint64_t read_bytes = 0;
+  uint64_t write_bytes = 0;
+
+  uint64_t operator[](StorageOp op) const { return count[static_cast<size_t>(op)]; }
+  uint64_t total() const;
+};
+
+// "3.00 ops per sample (open 1.00, stat 1.00, read 1.00)": every kind with a count, per sample
+// (per operation when samples is 0).
+std::string FormatStorageBill(const StorageOps& ops, uint64_t samples);
+
+// Forwards every operation to the backend below, after Before(op, what) (an error fails the
+// operation) and wraps the files it opens; the two decorators below are its hooks.
+class StorageDecorator : public Storage {
+ public:
+  explicit StorageDecorator(std::shared_ptr<Storage> base) : base_(std::move(base)) {}
+
+  std::string_view scheme() const override { return base_->scheme(); }
+  StorageCaps caps() const override { return base_->caps(); }
+  Result<std::unique_ptr<RandomAccessFile>> OpenRead(const std::string& path) override;
+  Result<std::unique_ptr<WritableFile>> Create(const std::string& path) override;
+  Result<FileInfo> Stat(const std::string& path, bool follow = false) override;
+  Result<std::vector<DirEntry>> List(const std::string& dir) override;
+  Status MakeDirs(const std::string& dir) override;
+  Status Remove(const std::string& path) override;
+  Status Rename(const std::string& from, const std::string& to) override;
+  Result<std::unique_ptr<StorageLock>> LockWriter(const std::string& dir,
+                                                  std::string* warning) override;
+
+ protected:
+  // `what` names the operand as an error message would start ("PATH: stat").
+  virtual Status Before(StorageOp op, const std::string& what) = 0;
+  virtual std::unique_ptr<RandomAccessFile> WrapRead(std::unique_ptr<RandomAccessFile> f) = 0;
+  virtual std::unique_ptr<WritableFile> WrapWrite(std::unique_ptr<WritableFile> f) = 0;
+
+ private:
+  std::shared_ptr<Storage> base_;
+};
+
+class CountingStorage final : public StorageDecorator {
+ public:
+  using StorageDecorator::StorageDecorator;
+
+  StorageOps ops() const;
+  void Reset();
+  void Count(StorageOp op, uint64_t bytes = 0);
+
+ protected:
+  Status Before(StorageOp op, const std::string& what) override;
+  std::unique_ptr<RandomAccessFile> WrapRead(std::unique_ptr<RandomAccessFile> f) override;
+  std::unique_ptr<WritableFile> WrapWrite(std::unique_ptr<WritableFile> f) override;
+
+ private:
+  std::array<std::atomic<uint64_t>, kStorageOpCount> count_{};
+  std::atomic<uint64_t> read_bytes_{0};
+  std::atomic<uint64_t> write_bytes_{0};
+};
+
+inline constexpr size_t kFaultWriteBack = 8 << 20;
+
+class FaultStorage final : public StorageDecorator {
+ public:
+  using StorageDecorator::StorageDecorator;
+
+  // One armed fault per kind; arming again replaces it. nth >= 1.
+  void FailOp(StorageOp op, uint64_t nth, int err = 0);
+  void ShortReads(size_t max_bytes) { short_reads_ = max_bytes; }
+  void Crash() { crashed_ = true; }
+  bool crashed() const { return crashed_; }
+  // Operations of this kind seen so far (failed ones included).
+  uint64_t count(StorageOp op) const { return seen_[static_cast<size_t>(op)]; }
+
+  // OK, or the injected failure for this operation on `what`.
+  Status Check(StorageOp op, const std::string& what);
+  size_t short_reads() const { return short_reads_; }
+
+ protected:
+  Status Before(StorageOp op, const std::string& what) override { return Check(op, what); }
+  std::unique_ptr<RandomAccessFile> WrapRead(std::unique_ptr<RandomAccessFile> f) override;
+  std::unique_ptr<WritableFile> WrapWrite(std::unique_ptr<WritableFile> f) override;
+
+ private:
+  struct Armed {
+    uint64_t at = 0;  // fail when seen_ reaches this; 0 = nothing armed
+    int err = 0;
+  };
+  std::mutex mu_;
+  std::array<std::atomic<uint64_t>, kStorageOpCount> seen_{};
+  std::array<Armed, kStorageOpCount> armed_{};
+  std::atomic<size_t> short_reads_{0};
+  std::atomic<bool> crashed_{false};
+};
+
+}  // namespace ds

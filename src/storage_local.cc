@@ -1,0 +1,259 @@
+// The local backend of src/storage.h: POSIX files under any path the process can reach.
+#include <dirent.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <thread>
+#include <vector>
+
+#include "src/dir_lock.h"
+#include "src/fd.h"
+#include "src/storage.h"
+
+namespace ds {
+namespace {
+
+// Enough reads in flight to keep an NVMe queue busy (the io_uring engine's default depth).
+constexpr unsigned kLocalInflight = 64;
+// List stats a directory's entries with one thread per kListStatsPerThread entries, up to
+// kListThreads: on a network or FUSE file system each stat is a round trip (the local stand-in
+// for READDIRPLUS, which returns the attributes with the names).
+constexpr size_t kListStatsPerThread = 16;
+constexpr size_t kListThreads = 16;
+// Appends are gathered up to this much before a write(2).
+constexpr size_t kLocalWriteBuffer = 1 << 20;
+
+FileInfo InfoOf(const struct stat& st) {
+  FileInfo info;
+  if (S_ISREG(st.st_mode)) {
+    info.type = FileType::kRegular;
+  } else if (S_ISDIR(st.st_mode)) {
+    info.type = FileType::kDirectory;
+  } else if (S_ISLNK(st.st_mode)) {
+    info.type = FileType::kSymlink;
+  } else if (S_ISFIFO(st.st_mode)) {
+    info.type = FileType::kFifo;
+  } else if (S_ISSOCK(st.st_mode)) {
+    info.type = FileType::kSocket;
+  } else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+    info.type = FileType::kDevice;
+  }
+  info.size = static_cast<uint64_t>(st.st_size);
+  info.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
+  info.mode = st.st_mode & 07777;
+  return info;
+}
+
+class LocalFile final : public RandomAccessFile {
+ public:
+  LocalFile(OwnedFd fd, std::string name, uint64_t size)
+      : fd_(std::move(fd)), name_(std::move(name)), size_(size) {}
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return size_; }
+  int fd() const override { return fd_.get(); }
+
+  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) override {
+    auto* p = static_cast<char*>(buf);
+    size_t done = 0;
+    while (done < n) {
+      ssize_t r = ::pread(fd_.get(), p + done, n - done, static_cast<off_t>(offset + done));
+      if (r < 0 && errno == EINTR) continue;
+      if (r < 0) {
+        return Status::FromErrno(errno, fmt::format("{}: read at offset {}", name_, offset + done),
+                                 Code::kBadInput);
+      }
+      if (r == 0) break;
+      done += static_cast<size_t>(r);
+    }
+    return done;
+  }
+
+ private:
+  OwnedFd fd_;
+  std::string name_;
+  uint64_t size_;
+};
+
+class LocalWritable final : public WritableFile {
+ public:
+  LocalWritable(OwnedFd fd, std::string name, std::string tmp)
+      : fd_(std::move(fd)), name_(std::move(name)), tmp_(std::move(tmp)) {}
+  ~LocalWritable() override {
+    if (!committed_) ::unlink(tmp_.c_str());
+  }
+  const std::string& name() const override { return name_; }
+  uint64_t size() const override { return size_; }
+
+  Status Append(std::string_view data) override {
+    size_ += data.size();
+    if (buf_.size() + data.size() < kLocalWriteBuffer) {
+      buf_.append(data);
+      return Status::Ok();
+    }
+    DS_RETURN_IF_ERROR(Flush());
+    return WriteFull(fd_.get(), data.data(), data.size(), tmp_);
+  }
+
+  Status Sync() override {
+    DS_RETURN_IF_ERROR(Flush());
+    if (::fsync(fd_.get()) != 0) return Status::FromErrno(errno, tmp_ + ": fsync");
+    return Status::Ok();
+  }
+
+  Status Commit() override {
+    if (committed_) return Status(Code::kInternal, name_ + ": committed twice");
+    DS_RETURN_IF_ERROR(Sync());
+    fd_.reset();
+    if (::rename(tmp_.c_str(), name_.c_str()) != 0) {
+      return Status::FromErrno(errno, fmt::format("{}: rename from {}", name_, tmp_));
+    }
+    committed_ = true;
+    auto slash = name_.rfind('/');
+    return FsyncDir(slash == std::string::npos ? "." : slash == 0 ? "/" : name_.substr(0, slash));
+  }
+
+ private:
+  Status Flush() {
+    if (buf_.empty()) return Status::Ok();
+    Status st = WriteFull(fd_.get(), buf_.data(), buf_.size(), tmp_);
+    buf_.clear();
+    return st;
+  }
+
+  OwnedFd fd_;
+  std::string name_;
+  std::string tmp_;
+  std::string buf_;
+  uint64_t size_ = 0;
+  bool committed_ = false;
+};
+
+class LocalLock final : public StorageLock {
+ public:
+  explicit LocalLock(OwnedFd fd) : fd_(std::move(fd)) {}
+
+ private:
+  OwnedFd fd_;
+};
+
+class Local final : public Storage {
+ public:
+  std::string_view scheme() const override { return "file"; }
+  StorageCaps caps() const override {
+    return StorageCaps{.mmap = true,
+                       .atomic_rename = true,
+                       .page_cache = true,
+                       .exclusive_lock = true,
+                       .max_inflight = kLocalInflight};
+  }
+
+  Result<std::unique_ptr<RandomAccessFile>> OpenRead(const std::string& path) override {
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_RDONLY));
+    struct stat st;
+    if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, path);
+    if (S_ISDIR(st.st_mode)) {
+      return Status(Code::kBadInput, path + ": is a directory, not a file");
+    }
+    return std::unique_ptr<RandomAccessFile>(
+        new LocalFile(std::move(fd), path, static_cast<uint64_t>(st.st_size)));
+  }
+
+  Result<std::unique_ptr<WritableFile>> Create(const std::string& path) override {
+    std::string tmp;
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, CreateExclusiveTemp(path, &tmp));
+    return std::unique_ptr<WritableFile>(new LocalWritable(std::move(fd), path, std::move(tmp)));
+  }
+
+  Result<FileInfo> Stat(const std::string& path, bool follow) override {
+    struct stat st;
+    int rc = follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st);
+    if (rc != 0) return Status::FromErrno(errno, path);
+    return InfoOf(st);
+  }
+
+  Result<std::vector<DirEntry>> List(const std::string& dir) override {
+    DIR* d = ::opendir(dir.c_str());
+    if (d == nullptr) return Status::FromErrno(errno, dir);
+    std::unique_ptr<DIR, int (*)(DIR*)> guard(d, ::closedir);
+    std::vector<DirEntry> names;
+    for (;;) {
+      errno = 0;  // readdir signals errors only through errno
+      dirent* e = ::readdir(d);
+      if (e == nullptr) {
+        if (errno != 0) return Status::FromErrno(errno, dir + ": readdir");
+        break;
+      }
+      std::string_view n = e->d_name;
+      if (n != "." && n != "..") names.push_back(DirEntry{std::string(n), {}});
+    }
+    std::vector<int> err(names.size(), 0);
+    auto stat_range = [&](size_t begin, size_t end) {
+      for (size_t i = begin; i < end; ++i) {
+        struct stat st;
+        if (::fstatat(::dirfd(d), names[i].name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+          err[i] = errno;
+        } else {
+          names[i].info = InfoOf(st);
+        }
+      }
+    };
+    size_t threads = std::min(kListThreads, names.size() / kListStatsPerThread);
+    if (threads <= 1) {
+      stat_range(0, names.size());
+    } else {
+      std::vector<std::thread> pool;
+      size_t per = (names.size() + threads - 1) / threads;
+      for (size_t b = 0; b < names.size(); b += per) {
+        pool.emplace_back(stat_range, b, std::min(names.size(), b + per));
+      }
+      for (auto& t : pool) t.join();
+    }
+    std::vector<DirEntry> out;
+    out.reserve(names.size());
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (err[i] == ENOENT) continue;  // removed since readdir: not there any more
+      if (err[i] != 0) return Status::FromErrno(err[i], dir + "/" + names[i].name);
+      out.push_back(std::move(names[i]));
+    }
+    return out;
+  }
+
+  Status MakeDirs(const std::string& dir) override {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) return Status::FromErrno(ec.value(), dir + ": mkdir");
+    return Status::Ok();
+  }
+
+  Status Remove(const std::string& path) override {
+    if (::remove(path.c_str()) != 0) return Status::FromErrno(errno, path + ": remove");
+    return Status::Ok();
+  }
+
+  Status Rename(const std::string& from, const std::string& to) override {
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+      return Status::FromErrno(errno, fmt::format("{}: rename to {}", from, to));
+    }
+    return Status::Ok();
+  }
+
+  Result<std::unique_ptr<StorageLock>> LockWriter(const std::string& dir,
+                                                  std::string* warning) override {
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, LockDirectory(dir, warning));
+    return std::unique_ptr<StorageLock>(new LocalLock(std::move(fd)));
+  }
+};
+
+}  // namespace
+
+std::shared_ptr<Storage> LocalStorage() {
+  static const std::shared_ptr<Storage> local = std::make_shared<Local>();
+  return local;
+}
+
+}  // namespace ds
