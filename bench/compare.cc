@@ -74,7 +74,7 @@ Status Build(const CompareOptions& o, const std::string& layout, CompareBuild* b
   }
   if (!rank0) {
     return Status(Code::kIOError,
-                  fmt::format("{}: rank 0 built it, and this rank does not see it; --work-dir "
+                  fmt::format("{}: rank 0 built it, and this rank does not see it; `work_dir` "
                               "must be on storage every rank sees",
                               dir));
   }
@@ -128,16 +128,16 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
     const auto& all = CompareLayouts();
     if (std::find(all.begin(), all.end(), l) == all.end()) {
       return Status(Code::kInvalidArgument,
-                    fmt::format("--layouts: unknown layout '{}' (known: dir, zip, native, lmdb, "
+                    fmt::format("`layouts`: unknown layout '{}' (known: dir, zip, native, lmdb, "
                                 "wds, tfrecord, recordio)",
                                 l));
     }
   }
   for (const auto& c : o.caches) {
-    if (c != "cold" && c != "warm") return Status(Code::kInvalidArgument, "--cache: cold, warm");
+    if (c != "cold" && c != "warm") return Status(Code::kInvalidArgument, "`cache`: cold, warm");
   }
   if (o.job.mode != "natural" && o.job.mode != "map" && o.job.mode != "stream") {
-    return Status(Code::kInvalidArgument, "--mode: natural, map or stream");
+    return Status(Code::kInvalidArgument, "`mode`: natural, map or stream");
   }
   std::error_code ec;
   {
@@ -147,7 +147,7 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
     auto [s_end, w_it] = std::mismatch(src.begin(), src.end(), work.begin(), work.end());
     if (!ec && s_end == src.end()) {
       return Status(Code::kInvalidArgument,
-                    fmt::format("--work-dir {} is inside SRC_DIR {}: choose a directory outside "
+                    fmt::format("`work_dir` {} is inside SRC_DIR {}: choose a directory outside "
                                 "the tree",
                                 o.work_dir, o.src));
     }

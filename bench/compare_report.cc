@@ -426,7 +426,7 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
                          : mw          ? std::to_string(*mw)
                                        : "none");
       }
-      t += required <= 0 ? " (give --step-time or --samples-per-sec for a required rate)\n" : "\n";
+      t += required <= 0 ? " (give `step_time` or `samples_per_sec` for a required rate)\n" : "\n";
     }
   }
   if (o.job.loader == "torch") {

@@ -28,7 +28,7 @@ Result<std::vector<int>> ParseWorkerList(const std::string& text) {
     if (item.empty() || *end != '\0' || n < 1 || n > 4096) {
       return Status(
           Code::kInvalidArgument,
-          fmt::format("--workers '{}': a count or a list like 1,2,4,8 (each 1..4096)", text));
+          fmt::format("`workers` '{}': a count or a list like 1,2,4,8 (each 1..4096)", text));
     }
     v.push_back(static_cast<int>(n));
     if (comma == std::string::npos) break;
@@ -74,7 +74,7 @@ std::string WorkerSweepText(const WorkerSweep& sw) {
                      p.au ? fmt::format(" AU {:.1f}%", *p.au * 100) : "");
   }
   t += "\n";
-  t += sw.required <= 0 ? "no required rate (--step-time or --samples-per-sec): no pick"
+  t += sw.required <= 0 ? "no required rate (`step_time` or `samples_per_sec`): no pick"
        : sw.min_workers ? fmt::format("fewest workers that feed the job: {}", *sw.min_workers)
                         : "no worker count tried feeds the job";
   return t + "\n";

@@ -22,7 +22,7 @@ namespace {
 
 constexpr std::string_view kTool = "dsbench";
 
-int Fail(const ds::Status& s) { return ds::Fail(kTool, s, ds::bench::kDsbenchFlags); }
+int Fail(const ds::Status& s) { return ds::bench::DsbenchFail(s); }
 
 // A flag that only means something for the ranks of an MPI job, given to a plain run.
 ds::Status NeedsMpi(std::string_view flag) {
@@ -133,6 +133,7 @@ static int Run(int argc, char** argv) try {
 
   ds::bench::TrainingCommands training(app);  // replay, compare, slowfs
 
+  ds::bench::SetDsbenchFlags(&app);
   if (int rc = ds::ParseArgs(kTool, app, argc, argv); rc >= 0) return rc;
   ds::bench::InstallStopHandlers();
 
@@ -247,7 +248,7 @@ static int Run(int argc, char** argv) try {
     j["probe"] = probe.ToJson();
     std::printf("%s\n", ds::bench::DumpJson(j).c_str());
   } else {
-    std::fputs(ds::bench::StorageText(so, *r).c_str(), stdout);
+    std::fputs(ds::bench::RenderDsbenchFlags(ds::bench::StorageText(so, *r)).c_str(), stdout);
   }
   return r->verdict.pass() ? 0 : 1;
 } catch (...) {

@@ -352,6 +352,15 @@ const Option* Find(std::string_view key) {
   return nullptr;
 }
 
+}  // namespace
+
+bool IsFioOption(std::string_view name) {
+  return Find(name) != nullptr || std::find(std::begin(kCliOnly), std::end(kCliOnly), name) !=
+                                      std::end(kCliOnly);
+}
+
+namespace {
+
 Status Unknown(const std::string& key, const std::string& where) {
   // A typo of one we support: "did you mean bsrange?" (at most 2 edits away).
   std::string_view best;

@@ -60,6 +60,10 @@ struct FioSpec {
 // `defaults`: dsbench's own settings (keep, allow_overwrite, ...) that every job starts from.
 Result<FioSpec> ParseFioArgs(std::span<const std::string> args, const IoJobOptions& defaults);
 
+// Whether `name` is one of the fio options dsbench io takes (an alias or a CLI-only one such as
+// output-format too): library messages name those fields as fio spells them.
+bool IsFioOption(std::string_view name);
+
 // The option table as help text: one line per option, "  --name=VALUE  help".
 std::string FioOptionsHelp();
 

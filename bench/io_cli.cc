@@ -18,7 +18,16 @@ namespace {
 
 constexpr std::string_view kTool = "dsbench";
 
-int Fail(const Status& s) { return ds::Fail(kTool, s, kDsbenchFlags); }
+const CLI::App* g_app = nullptr;
+
+std::optional<std::string> DsbenchFlag(std::string_view field) {
+  std::string_view name = field.substr(0, field.find('='));
+  if (IsFioOption(name)) return "--" + std::string(field);
+  if (g_app == nullptr) return std::nullopt;
+  return AppFlagResolver(*g_app)(field);
+}
+
+int Fail(const Status& s) { return DsbenchFail(s); }
 
 Status NeedsMpi(std::string_view flag) {
   return Status(Code::kInvalidArgument,
@@ -33,6 +42,14 @@ bool Has(const FioSpec& spec, std::string_view format) {
 }
 
 }  // namespace
+
+void SetDsbenchFlags(const CLI::App* app) { g_app = app; }
+
+std::string RenderDsbenchFlags(std::string_view text) {
+  return RenderOptionNames(text, FlagResolver(DsbenchFlag));
+}
+
+int DsbenchFail(const Status& s) { return ds::Fail(kTool, s, FlagResolver(DsbenchFlag)); }
 
 int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int* argc,
                  char*** argv) {

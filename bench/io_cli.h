@@ -4,14 +4,27 @@
 // code (0; 2 for a usage or IO error, printed as "dsbench: ...").
 #pragma once
 
+#include <string>
+#include <string_view>
+
 #include "bench/fio_options.h"
 #include "bench/mpi_cli.h"
 
+namespace CLI {
+class App;
+}
+
 namespace ds::bench {
 
-// The library's option fields (src/status.h, RenderOptionNames) as dsbench's flags.
-inline constexpr OptionName kDsbenchFlags[] = {{"ioengine=io_uring", "--ioengine io_uring"},
-                                               {"iodepth", "--iodepth"}};
+// The library's option fields (src/status.h, RenderOptionNames) as dsbench's flags: fio's
+// options as fio spells them (`bs` -> --bs, `direct=1` -> --direct=1), then the subcommands'
+// own flags (`on_error` -> --on-error, `cache=cold` -> --cache cold). main hands its CLI11 app
+// to SetDsbenchFlags before anything renders. Call from main's thread.
+void SetDsbenchFlags(const CLI::App* app);
+// A library's text (an error, a report) with its option fields as dsbench's flags.
+std::string RenderDsbenchFlags(std::string_view text);
+// ds::Fail (src/cli_args.h) as "dsbench: ...", with RenderDsbenchFlags.
+int DsbenchFail(const Status& s);
 
 int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int* argc,
                  char*** argv);

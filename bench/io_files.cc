@@ -40,7 +40,7 @@ Status Preallocate(FallocateMode mode, int fd, uint64_t bytes, const std::string
   }
   if (rc == 0) return Status::Ok();
   if (rc == ENOSPC) {
-    return Status(Code::kNoSpace, path + ": no space to preallocate the test file; lower --size",
+    return Status(Code::kNoSpace, path + ": no space to preallocate the test file; lower `size`",
                   rc);
   }
   return Status::FromErrno(rc, path + ": fallocate (give fallocate=none where it is refused)");
@@ -67,7 +67,7 @@ Result<TestFile> LayOut(const IoJobOptions& o, const std::string& dir, const std
     uint64_t avail = static_cast<uint64_t>(vfs.f_bavail) * vfs.f_frsize;
     if (avail < bytes) {
       return Status(Code::kNoSpace, fmt::format("{}: not enough free space for a {} test file "
-                                                "({} free); lower --size",
+                                                "({} free); lower `size`",
                                                 dir, FormatBytes(bytes), FormatBytes(avail)));
     }
   }
@@ -120,7 +120,7 @@ Result<TestFile> PrepareTestFile(IoJobOptions& o) {
     if (err == ENOENT && o.create_file && !LooksLikeJobFile(o.path)) {
       if (o.size == 0) {
         return Status(Code::kInvalidArgument,
-                      o.path + ": not there yet, and --size is needed to create it");
+                      o.path + ": not there yet, and `size` is needed to create it");
       }
       return LayOut(o, parent.empty() ? "." : parent, o.path);
     }
@@ -138,7 +138,7 @@ Result<TestFile> PrepareTestFile(IoJobOptions& o) {
   if (S_ISBLK(st.st_mode) && !o.allow_device) {
     return Status(Code::kInvalidArgument, o.path +
                                               ": a block device; dsbench refuses to touch "
-                                              "one unless --allow-device is given");
+                                              "one unless `allow_device` is given");
   }
   if (S_ISREG(st.st_mode) || S_ISBLK(st.st_mode)) {
     f.path = o.path;
@@ -146,25 +146,25 @@ Result<TestFile> PrepareTestFile(IoJobOptions& o) {
       o.size = static_cast<uint64_t>(st.st_size) - o.offset;
     if (S_ISREG(st.st_mode) && Writes(o.rw) && !o.allow_overwrite) {
       return Status(Code::kInvalidArgument,
-                    fmt::format("{}: an existing file that dsbench did not create; --rw {} would "
+                    fmt::format("{}: an existing file that dsbench did not create; `rw` {} would "
                                 "overwrite it. Give a directory (dsbench makes its own test "
-                                "file there), or --allow-overwrite to write into this file",
+                                "file there), or `allow_overwrite` to write into this file",
                                 o.path, RwName(o.rw)));
     }
     if (S_ISREG(st.st_mode) && !Writes(o.rw) &&
         static_cast<uint64_t>(st.st_size) < o.offset + o.size) {
       return Status(
           Code::kInvalidArgument,
-          o.offset ? fmt::format("{}: {} bytes, less than offset {} + --size {}", o.path,
+          o.offset ? fmt::format("{}: {} bytes, less than offset {} + `size` {}", o.path,
                                  st.st_size, o.offset, o.size)
-                   : fmt::format("{}: {} bytes, less than --size {}", o.path, st.st_size, o.size));
+                   : fmt::format("{}: {} bytes, less than `size` {}", o.path, st.st_size, o.size));
     }
     return f;
   }
   if (!S_ISDIR(st.st_mode))
     return Status(Code::kInvalidArgument, o.path + ": not a file or directory");
   if (o.size == 0)
-    return Status(Code::kInvalidArgument, "--size is needed when PATH is a directory");
+    return Status(Code::kInvalidArgument, "`size` is needed when PATH is a directory");
   f.path = o.path + "/" + (o.file_name.empty() ? o.name + ".0.0" : o.file_name);
   struct stat fst;
   if (::stat(f.path.c_str(), &fst) == 0) {
@@ -179,9 +179,9 @@ Result<TestFile> PrepareTestFile(IoJobOptions& o) {
       return Status(
           Code::kInvalidArgument,
           fmt::format("{}: an existing file that dsbench did not create; {} Remove it, give "
-                      "another --name or --directory, or --allow-overwrite",
+                      "another `name` or `directory`, or `allow_overwrite`",
                       f.path,
-                      Writes(o.rw) ? fmt::format("--rw {} would overwrite it.", RwName(o.rw))
+                      Writes(o.rw) ? fmt::format("`rw` {} would overwrite it.", RwName(o.rw))
                                    : fmt::format("it holds {} bytes, fewer than the {} the job "
                                                  "reads, and would be laid out again.",
                                                  fst.st_size, o.offset + o.size)));

@@ -40,7 +40,7 @@ Result<RwMode> ParseRw(const std::string& t) {
   if (t == "randtrim") return RwMode::kRandTrim;
   return Status(
       Code::kInvalidArgument,
-      "--rw " + t +
+      "`rw` " + t +
           ": choose read, write, randread, randwrite, rw (readwrite), randrw, trim or randtrim");
 }
 
@@ -72,12 +72,12 @@ Status CheckJob(const IoJobOptions& o) {
   if (o.bs == 0 || o.iodepth == 0 || o.numjobs == 0 || o.iodepth_batch_submit == 0 ||
       o.loops == 0) {
     return Status(Code::kInvalidArgument,
-                  "--bs, --iodepth, --numjobs, --loops and --iodepth_batch_submit must be "
+                  "`bs`, `iodepth`, `numjobs`, `loops` and `iodepth_batch_submit` must be "
                   "positive");
   }
   if (o.numjobs > kMaxJobs || o.iodepth > kMaxIodepth || o.rwmixread > 100) {
     return Status(Code::kInvalidArgument,
-                  fmt::format("--numjobs {} / --iodepth {} / --rwmixread {}: the ranges are "
+                  fmt::format("`numjobs` {} / `iodepth` {} / `rwmixread` {}: the ranges are "
                               "1..{}, 1..{} and 0..100",
                               o.numjobs, o.iodepth, o.rwmixread, kMaxJobs, kMaxIodepth));
   }
@@ -85,20 +85,20 @@ Status CheckJob(const IoJobOptions& o) {
   for (uint64_t bs : {sizes.min, sizes.max}) {
     if (o.direct && bs % 512 != 0) {
       return Status(Code::kInvalidArgument,
-                    fmt::format("--bs {} is not a multiple of 512, which --direct=1 needs", bs));
+                    fmt::format("`bs` {} is not a multiple of 512, which `direct=1` needs", bs));
     }
   }
   for (const auto& [bs, pct] : sizes.split) {
     if (o.direct && bs % 512 != 0) {
       return Status(
           Code::kInvalidArgument,
-          fmt::format("--bssplit's {} is not a multiple of 512, which --direct=1 needs", bs));
+          fmt::format("`bssplit`'s {} is not a multiple of 512, which `direct=1` needs", bs));
     }
   }
   if (o.verify != VerifyKind::kNone) {
     if (!Writes(o.rw)) {
       return Status(Code::kInvalidArgument,
-                    "verify checks the blocks a job writes; give a writing --rw (write, "
+                    "verify checks the blocks a job writes; give a writing `rw` (write, "
                     "randwrite, rw, randrw)");
     }
     if (!o.IoSizes().fixed() || o.bs < kVerifyMinBlock) {
@@ -119,7 +119,7 @@ Status CheckJob(const IoJobOptions& o) {
   }
   if (o.time_based && o.runtime <= 0) {
     return Status(Code::kInvalidArgument,
-                  "--time_based needs --runtime (fio refuses it too), e.g. --runtime=30s");
+                  "`time_based` needs `runtime` (fio refuses it too), e.g. `runtime=30s`");
   }
   return Status::Ok();
 }
@@ -202,7 +202,7 @@ Result<IoRun> RunTogether(std::span<const IoJobOptions> in, const IoHooks& hooks
     if (!own && o.nrfiles > 1) {
       ready = Status(Code::kInvalidArgument,
                      fmt::format("job {}: nrfiles={} makes the files {}.N.F in a directory; give "
-                                 "a directory (--directory) rather than one file",
+                                 "a directory (`directory`) rather than one file",
                                  o.name, o.nrfiles, o.name));
       break;
     }
@@ -222,7 +222,7 @@ Result<IoRun> RunTogether(std::span<const IoJobOptions> in, const IoHooks& hooks
         }
         if (c == 0 && k == 0) o.size = oc.size;  // from an existing file when size was 0
         if (oc.IoSizes().max > oc.size) {
-          ready = Status(Code::kInvalidArgument, fmt::format("--bs {} is larger than --size {}",
+          ready = Status(Code::kInvalidArgument, fmt::format("`bs` {} is larger than `size` {}",
                                                              oc.IoSizes().max, oc.size));
         }
         clone.files.push_back(f->path);
@@ -259,7 +259,7 @@ Result<IoRun> RunTogether(std::span<const IoJobOptions> in, const IoHooks& hooks
       });
     } catch (const std::system_error& e) {  // EAGAIN: a limit on threads or memory
       spawn = Status(Code::kIOError, fmt::format("job {} of {}: cannot start a thread ({}); "
-                                                 "lower --numjobs",
+                                                 "lower `numjobs`",
                                                  j + 1, plan.size(), e.what()));
       stop = true;  // the jobs already running stop issuing and drain
       break;

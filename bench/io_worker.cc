@@ -77,7 +77,7 @@ Result<OwnedFd> OpenTestFile(const IoJobOptions& o, const std::string& file) {
       return Status(Code::kInvalidArgument,
                     fmt::format("{}: not a block device; rw={} discards blocks with BLKDISCARD, "
                                 "which only a block device takes (fio's trim fails here too); "
-                                "give --filename=/dev/... with --allow-device",
+                                "give `filename=/dev/...` with `allow_device`",
                                 file, RwName(o.rw)));
     }
   }
@@ -87,7 +87,7 @@ Result<OwnedFd> OpenTestFile(const IoJobOptions& o, const std::string& file) {
       ::statfs(file.c_str(), &sf) == 0 ? FsTypeName(static_cast<uint64_t>(sf.f_type)) : "?";
   return Status(
       Code::kInvalidArgument,
-      fmt::format("{}: this file system ({}) refuses O_DIRECT; use --direct=0", file, fs));
+      fmt::format("{}: this file system ({}) refuses O_DIRECT; use `direct=0`", file, fs));
 }
 
 // fio's file_service_type: which file each IO goes to. roundrobin:N and random:N move on after

@@ -80,11 +80,11 @@ std::vector<std::string> MetaOwnedPaths(const MetaOptions& o) {
 Status CheckMetaPlan(const MetaOptions& o) {
   if (o.files == 0 || o.threads == 0 || o.files_per_dir == 0) {
     return Status(Code::kInvalidArgument,
-                  "--files, --threads and --files-per-dir must be positive");
+                  "`files`, `threads` and `files_per_dir` must be positive");
   }
   if (o.threads > kMaxThreads || o.files > kMaxFiles / o.threads) {
     return Status(Code::kInvalidArgument,
-                  fmt::format("--threads {} x --files {}: at most {} threads and 2^40 files",
+                  fmt::format("`threads` {} x `files` {}: at most {} threads and 2^40 files",
                               o.threads, o.files, kMaxThreads));
   }
   struct stat st;
@@ -111,7 +111,7 @@ Status CheckMetaPlan(const MetaOptions& o) {
   if (need > static_cast<double>(avail)) {
     return Status(Code::kNoSpace,
                   fmt::format("{}: not enough free space for {} files of {} ({} needed, {} "
-                              "free); lower --files, --threads or --file-size",
+                              "free); lower `files`, `threads` or `file_size`",
                               o.path, files, FormatBytes(o.file_size),
                               FormatBytes(static_cast<uint64_t>(std::min(need, 0x1p63))),
                               FormatBytes(avail)));
@@ -120,7 +120,7 @@ Status CheckMetaPlan(const MetaOptions& o) {
   if (vfs.f_files > 0 && files + dirs > vfs.f_favail) {
     return Status(Code::kNoSpace,
                   fmt::format("{}: not enough free inodes for {} files and {} directories ({} "
-                              "free); lower --files or --threads",
+                              "free); lower `files` or `threads`",
                               o.path, files, dirs, static_cast<uint64_t>(vfs.f_favail)));
   }
   return Status::Ok();

@@ -35,7 +35,7 @@ Result<std::vector<MetaPhase>> ParsePhases(std::string_view text) {
     auto it = std::find_if(kAllMetaPhases.begin(), kAllMetaPhases.end(),
                            [&](MetaPhase p) { return name == MetaPhaseName(p); });
     if (it == kAllMetaPhases.end()) {
-      return Status(Code::kInvalidArgument, fmt::format("--phases: unknown phase '{}' (choose from "
+      return Status(Code::kInvalidArgument, fmt::format("`phases`: unknown phase '{}' (choose from "
                                                         "create,stat,read,readdir,remove)",
                                                         name));
     }
@@ -44,7 +44,7 @@ Result<std::vector<MetaPhase>> ParsePhases(std::string_view text) {
   }
   if (!want[0]) {
     return Status(Code::kInvalidArgument,
-                  "--phases: include create (every run makes its own files first)");
+                  "`phases`: include create (every run makes its own files first)");
   }
   std::vector<MetaPhase> out;
   for (MetaPhase p : kAllMetaPhases) {

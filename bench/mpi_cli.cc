@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "bench/io_cli.h"
 #include "bench/latency_report.h"
 #include "bench/meta_ranks.h"
 #include "bench/ranks.h"
@@ -203,7 +204,7 @@ int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate
       std::printf("%s\n", DumpJson(j).c_str());
     } else {
       std::fputs(probe.ToText().c_str(), stdout);
-      std::fputs(ClusterStorageText(so, *seq, *rnd, v).c_str(), stdout);
+      std::fputs(RenderDsbenchFlags(ClusterStorageText(so, *seq, *rnd, v)).c_str(), stdout);
     }
     std::fflush(stdout);
     verdict = v.pass() ? 0 : 1;
@@ -215,7 +216,7 @@ int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate
 }
 
 int FailRank(mpi::World& world, const Status& s) {
-  return world.Fail(kTool, EscapeBytes(s.message()), ExitCode(s));
+  return world.Fail(kTool, EscapeBytes(RenderDsbenchFlags(s.message())), ExitCode(s));
 }
 
 // The epoch barrier of a replay under mpirun, where the ranks also agree to stop (Ctrl-C reaches
@@ -254,7 +255,7 @@ int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemPr
   o.before_epoch = EpochBarrier(world);
   ReplayResult rr;
   Status s = RunReplay(o, &rr, [&](const ReplayResult& r) {
-    std::string need = RequirementText(o, r);
+    std::string need = RenderDsbenchFlags(RequirementText(o, r));
     if (rank == 0 && !json) {
       std::fputs(probe.ToText().c_str(), stdout);
       if (!need.empty()) std::printf("per rank, %s\n", need.c_str());
@@ -286,7 +287,7 @@ int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemPr
       std::printf("%s\n", DumpJson(j).c_str());
     } else {
       for (const auto& n : rr.notes) std::printf("note (rank 0): %s\n", n.c_str());
-      std::fputs(ClusterReplayText(o, c).c_str(), stdout);
+      std::fputs(RenderDsbenchFlags(ClusterReplayText(o, c)).c_str(), stdout);
     }
     std::fflush(stdout);
     code = c.starves() || errors ? 1 : 0;

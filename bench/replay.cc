@@ -74,23 +74,23 @@ std::pair<uint64_t, uint64_t> WorkerSpread(const EpochResult& e) {
 Status CheckOptions(const ReplayOptions& o) {
   if (o.workers < 1 || o.batch < 1 || o.epochs < 1 || o.prefetch < 1 || o.gpus < 1) {
     return Status(Code::kInvalidArgument,
-                  "--workers, --batch, --prefetch, --epochs and --gpus must be at least 1");
+                  "`workers`, `batch`, `prefetch`, `epochs` and `gpus` must be at least 1");
   }
   if (o.mode != "map" && o.mode != "stream") {
-    return Status(Code::kInvalidArgument, "--mode: map or stream");
+    return Status(Code::kInvalidArgument, "`mode`: map or stream");
   }
   if (o.cache != "cold" && o.cache != "warm") {
-    return Status(Code::kInvalidArgument, "--cache: cold or warm");
+    return Status(Code::kInvalidArgument, "`cache`: cold or warm");
   }
   if (o.on_error != "stop" && o.on_error != "skip") {
-    return Status(Code::kInvalidArgument, "--on-error: stop or skip");
+    return Status(Code::kInvalidArgument, "`on_error`: stop or skip");
   }
   if (o.loader != "model" && o.loader != "torch") {
-    return Status(Code::kInvalidArgument, "--loader: model or torch");
+    return Status(Code::kInvalidArgument, "`loader`: model or torch");
   }
   if (o.loader == "torch" && o.on_error == "skip") {
     return Status(Code::kInvalidArgument,
-                  "--on-error skip is the model's: a torch DataLoader stops at a sample's error");
+                  "`on_error=skip` is the model's: a torch DataLoader stops at a sample's error");
   }
   return Status::Ok();
 }
@@ -386,7 +386,7 @@ std::string RequirementText(const ReplayOptions& o, const ReplayResult& r) {
   if (sps <= 0) return "";
   std::string how = o.step_time > 0 ? fmt::format("{} GPU x batch {} every {}", o.gpus, o.batch,
                                                   FormatDuration(o.step_time))
-                                    : "--samples-per-sec";
+                                    : "`samples_per_sec`";
   return fmt::format("required ({}): {} samples/s = {}, {} opens/s", how, FormatCount(sps),
                      FormatRate(sps * mean_bytes), FormatCount(sps * opens_per_sample));
 }
@@ -499,7 +499,7 @@ std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
     if (e.disk) t += "  " + e.disk->ToText() + "\n";
   }
   if (r.error_count > 0) {
-    t += fmt::format("{} samples skipped (--on-error skip); the first:\n", r.error_count);
+    t += fmt::format("{} samples skipped (`on_error=skip`); the first:\n", r.error_count);
     for (const auto& e : r.errors) t += "  " + e + "\n";
   }
   if (r.interrupted) t += "interrupted: partial results\n";

@@ -130,7 +130,7 @@ std::string StorageText(const StorageOptions& o, const StorageRun& r) {
                    FormatRate(static_cast<double>(o.min_bw)), v.bw_pass ? "PASS" : "FAIL");
   s += fmt::format("random 4 KiB read:     {} IOPS  (bar {})  {}\n", FormatCount(v.iops),
                    o.min_iops, v.iops_pass ? "PASS" : "FAIL");
-  if (o.quick) s += "(--quick: a first look; run without --quick for a verdict to trust)\n";
+  if (o.quick) s += "(`quick`: a first look; run without `quick` for a verdict to trust)\n";
   return s;
 }
 
@@ -200,7 +200,7 @@ std::string ClusterStorageText(const StorageOptions& o, const ClusterIo& seq, co
     s += fmt::format("aggregate >= {}: {}\n", FormatRate(static_cast<double>(v.min_aggregate_bw)),
                      v.aggregate_pass ? "PASS" : "FAIL");
   }
-  if (o.quick) s += "(--quick: a first look; run without --quick for a verdict to trust)\n";
+  if (o.quick) s += "(`quick`: a first look; run without `quick` for a verdict to trust)\n";
   return s;
 }
 

@@ -68,7 +68,7 @@ Code ErrorCode(std::string_view why) {
 }
 
 std::string Fix() {
-  return "dsbench replay --loader torch needs Debian's python3-torch and python3-torchvision and "
+  return "dsbench replay `loader=torch` needs Debian's python3-torch and python3-torchvision and "
          "the dspack Python package (built with the project, DSPACK_PYTHON=ON; docs/python.md)";
 }
 

@@ -6,6 +6,7 @@
 #include <fstream>
 
 #include "bench/compare.h"
+#include "bench/io_cli.h"
 #include "bench/latency_report.h"
 #include "bench/mpi_cli.h"
 #include "bench/replay.h"
@@ -42,7 +43,7 @@ struct TrainingCommands::Flags {
 
 namespace {
 
-int Fail(const Status& s) { return ds::Fail("dsbench", s); }
+int Fail(const Status& s) { return DsbenchFail(s); }
 
 // The flags replay and compare share: the job.
 void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
@@ -168,7 +169,7 @@ int RunReplayCommand(JobFlags* f) {
     ReplayResult rr;
     bool first = sweep.empty();
     Status s = RunReplay(o, &rr, [&](const ReplayResult& r) {
-      std::string need = RequirementText(o, r);
+      std::string need = RenderDsbenchFlags(RequirementText(o, r));
       if (!json && first && !need.empty()) std::printf("%s\n", need.c_str());
       std::fflush(stdout);
     });
@@ -178,7 +179,7 @@ int RunReplayCommand(JobFlags* f) {
     if (json) {
       runs.push_back(ReplayJson(o, rr));
     } else {
-      std::fputs(ReplayText(o, rr).c_str(), stdout);
+      std::fputs(RenderDsbenchFlags(ReplayText(o, rr)).c_str(), stdout);
       std::fflush(stdout);
     }
     sweep.emplace_back(w, std::move(rr));
@@ -186,7 +187,7 @@ int RunReplayCommand(JobFlags* f) {
   if (sweep.size() > 1) {
     WorkerSweep sw = SweepWorkers(sweep);
     starves = sw.starves();
-    if (!json) std::fputs(WorkerSweepText(sw).c_str(), stdout);
+    if (!json) std::fputs(RenderDsbenchFlags(WorkerSweepText(sw)).c_str(), stdout);
   }
   if (json) {
     nlohmann::json j = {{"dsbench", {{"probe", probe.ToJson()}}}};
@@ -342,7 +343,7 @@ int TrainingCommands::Run(const std::string& command) {
   if (json) {
     std::printf("%s\n", DumpJson(j).c_str());
   } else {
-    std::fputs(CompareText(o, r).c_str(), stdout);
+    std::fputs(RenderDsbenchFlags(CompareText(o, r)).c_str(), stdout);
     std::printf("report: %s\njson:   %s\n", html_path.c_str(), json_path.c_str());
   }
   return 0;

@@ -41,6 +41,40 @@ inline int Fail(std::string_view tool, const Status& status,
   return ExitCode(status);
 }
 
+// Names a field by `app`'s own long options, its subcommands' included: `on_error` ->
+// --on-error, a choice `cache=cold` -> "--cache cold"; nullopt for a field it has no flag for.
+inline FlagResolver AppFlagResolver(const CLI::App& app) {
+  return [&app](std::string_view field) -> std::optional<std::string> {
+    std::string_view value;
+    if (auto eq = field.find('='); eq != std::string_view::npos) {
+      value = field.substr(eq + 1);
+      field = field.substr(0, eq);
+    }
+    std::string dashed(field);
+    std::replace(dashed.begin(), dashed.end(), '_', '-');
+    std::vector<const CLI::App*> apps{&app};
+    for (size_t i = 0; i < apps.size(); ++i) {
+      for (const CLI::Option* o : apps[i]->get_options()) {
+        for (const std::string& l : o->get_lnames()) {
+          if (l == dashed || l == field) {
+            return value.empty() ? "--" + l : "--" + l + " " + std::string(value);
+          }
+        }
+      }
+      for (const CLI::App* sub : apps[i]->get_subcommands({})) apps.push_back(sub);
+    }
+    return std::nullopt;
+  };
+}
+
+// Fail with the flags a resolver names (AppFlagResolver, or a tool's own).
+inline int Fail(std::string_view tool, const Status& status, const FlagResolver& resolve) {
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(tool.size()), tool.data(),
+               EscapeBytes(RenderOptionNames(status.message(), resolve)).c_str());
+  return ExitCode(status);
+}
+
 namespace internal {
 
 // The closest long option of `app` to `flag` ("--formt" -> "--format"), or "" when none is

@@ -52,7 +52,7 @@ Status Status::Prefixed(std::string_view prefix) const {
   return Status(code_, std::string(prefix) + ": " + message_, err_);
 }
 
-std::string RenderOptionNames(std::string_view message, std::span<const OptionName> names) {
+std::string RenderOptionNames(std::string_view message, const FlagResolver& resolve) {
   std::string out;
   out.reserve(message.size());
   size_t pos = 0;
@@ -62,10 +62,8 @@ std::string RenderOptionNames(std::string_view message, std::span<const OptionNa
     if (close == std::string_view::npos) break;
     std::string_view field = message.substr(open + 1, close - open - 1);
     out.append(message.substr(pos, open - pos));
-    auto it = std::find_if(names.begin(), names.end(),
-                           [&](const OptionName& n) { return n.field == field; });
-    if (it != names.end()) {
-      out.append(it->flag);
+    if (std::optional<std::string> flag = resolve(field)) {
+      out.append(*flag);
     } else {
       out.append(message.substr(open, close - open + 1));
     }
@@ -73,6 +71,15 @@ std::string RenderOptionNames(std::string_view message, std::span<const OptionNa
   }
   out.append(message.substr(std::min(pos, message.size())));
   return out;
+}
+
+std::string RenderOptionNames(std::string_view message, std::span<const OptionName> names) {
+  return RenderOptionNames(message, [names](std::string_view field) -> std::optional<std::string> {
+    auto it = std::find_if(names.begin(), names.end(),
+                           [&](const OptionName& n) { return n.field == field; });
+    if (it == names.end()) return std::nullopt;
+    return std::string(it->flag);
+  });
 }
 
 int ExitCode(const Status& s) {

@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cerrno>
+#include <functional>
 #include <optional>
 #include <span>
 #include <string>
@@ -74,6 +75,10 @@ struct OptionName {
   std::string_view flag;   // what this CLI calls it
 };
 std::string RenderOptionNames(std::string_view message, std::span<const OptionName> names);
+// The same with a function that gives the flag for a field (nullopt: left as written), for a
+// CLI whose flags come from a table of its own (dsbench: fio's options, then CLI11's).
+using FlagResolver = std::function<std::optional<std::string>(std::string_view field)>;
+std::string RenderOptionNames(std::string_view message, const FlagResolver& resolve);
 
 template <typename T>
 class [[nodiscard]] Result {

@@ -110,5 +110,5 @@ TEST_CASE("storage report: JSON verdict and PASS/FAIL lines", "[bench]") {
   std::string t = ds::bench::StorageText(o, r);
   CHECK(t.find("sequential 1 MiB read: 1.0 GB/s  (bar 500.0 MB/s)  PASS") != std::string::npos);
   CHECK(t.find("random 4 KiB read:     100 IOPS  (bar 5000)  FAIL") != std::string::npos);
-  CHECK(t.find("--quick: a first look") != std::string::npos);
+  CHECK(t.find("`quick`: a first look") != std::string::npos);
 }

@@ -7,6 +7,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 
+#include "src/cli_args.h"
 #include "src/fd.h"
 #include "src/file_writer.h"
 #include "test_util.h"
@@ -139,4 +140,27 @@ TEST_CASE("WriteFileAtomic never follows a planted temp path and keeps special f
     std::string n = e.path().filename();
     CHECK((n == "rep.json.tmp" || n.size() < 4 || n.substr(n.size() - 4) != ".tmp"));
   }
+}
+
+// A CLI whose flags come from its own tables (dsbench: fio's names, then CLI11's) renders a
+// library's fields through a resolver; AppFlagResolver reads CLI11's long options.
+TEST_CASE("RenderOptionNames: a resolver and a CLI11 app's own flags", "[core]") {
+  ds::FlagResolver upper = [](std::string_view f) -> std::optional<std::string> {
+    if (f == "bs") return std::string("--bs");
+    return std::nullopt;
+  };
+  CHECK(ds::RenderOptionNames("`bs` 100 and `other`", upper) == "--bs 100 and `other`");
+
+  CLI::App app{"t"};
+  std::string cache, on_error;
+  bool quick = false;
+  CLI::App* sub = app.add_subcommand("replay", "r");
+  sub->add_option("--cache", cache, "c");
+  sub->add_option("--on-error", on_error, "e");
+  sub->add_flag("--quick", quick, "q");
+  ds::FlagResolver flags = ds::AppFlagResolver(app);
+  CHECK(ds::RenderOptionNames("`on_error=skip` is the model's; `cache`: cold or warm", flags) ==
+        "--on-error skip is the model's; --cache: cold or warm");
+  CHECK(ds::RenderOptionNames("(`quick`: a first look; `nope` stays)", flags) ==
+        "(--quick: a first look; `nope` stays)");
 }

@@ -77,7 +77,7 @@ grep -Eq "random 4 KiB read: .* (PASS|FAIL)" nu.out || { cat nu.out; fail "stora
 pass "io_uring blocked by seccomp: io fails clearly (exit 2), storage falls back to psync"
 mkdir fb
 expect_exit 2 "$DSBENCH" io fb --size 1M --ioengine psync --fixedbufs
-expect_err "fixed buffers need --ioengine io_uring"
+expect_err "fixed buffers need --ioengine=io_uring"
 [ -z "$(ls fb)" ] || fail "test file left after the --fixedbufs refusal"
 expect_exit 2 "$DSBENCH" io d --size 1P
 expect_err "not enough free space"
@@ -189,6 +189,7 @@ if mkdir -p tmpfs && mount -t tmpfs -o size=64m tmpfs tmpfs 2>/dev/null; then
   rm -f tmpfs/probe
   "$DSBENCH" storage tmpfs --quick --direct 0 --size 16M --runtime 0.3 > verdict.txt || true
   grep -Eq "sequential 1 MiB read: .* (PASS|FAIL)" verdict.txt || { cat verdict.txt; fail "storage verdict"; }
+  grep -q "(--quick: a first look; run without --quick" verdict.txt || fail "--quick note not rendered"
   grep -q "disk stats: n/a (no block device behind PATH)" verdict.txt || fail "tmpfs: disk stats n/a"
   [ -z "$(ls tmpfs)" ] || fail "storage left its test file: $(ls tmpfs)"
   pass "O_DIRECT refusal explained where tmpfs refuses it; storage prints a verdict, disk stats n/a"
@@ -233,14 +234,16 @@ touch plainfile
 expect_exit 2 "$DSBENCH" meta plainfile --files 10
 expect_err "plainfile: not a directory"
 expect_exit 2 "$DSBENCH" meta m --phases stat,read
-expect_err "include create"
+# The library names fields (`phases`); dsbench renders them as its flags.
+expect_err "dsbench: --phases: include create"
 expect_exit 2 "$DSBENCH" meta m --phases create,bogus
 expect_err "unknown phase 'bogus'"
 expect_exit 2 "$DSBENCH" meta m --files 12q
 expect_err "--files '12q'"
 expect_exit 2 "$DSBENCH" meta m --threads 0
+expect_err "--files, --threads and --files-per-dir must be positive"
 expect_exit 2 "$DSBENCH" meta m --files 1g --threads 64
-expect_err "not enough free"
+expect_err "free); lower --files"
 # Too few fds (EMFILE) mid-phase: the error names the directory or file, the tree goes. Four
 # threads hold their t<N> (fds 3-6), one more fd is left: one d0 opens, the rest fail, and so
 # does that thread's first create. Inherited fds are closed so that the limit means the same
