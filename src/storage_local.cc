@@ -23,7 +23,7 @@ constexpr unsigned kLocalInflight = 64;
 // List stats a directory's entries with one thread per kListStatsPerThread entries, up to
 // kListThreads: on a network or FUSE file system each stat is a round trip (the local stand-in
 // for READDIRPLUS, which returns the attributes with the names).
-constexpr size_t kListStatsPerThread = 16;
+constexpr size_t kListStatsPerThread = 64;
 constexpr size_t kListThreads = 16;
 // Appends are gathered up to this much before a write(2).
 constexpr size_t kLocalWriteBuffer = 1 << 20;
