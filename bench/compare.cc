@@ -133,12 +133,6 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
                                 l));
     }
   }
-  for (const auto& c : o.caches) {
-    if (c != "cold" && c != "warm") return Status(Code::kInvalidArgument, "`cache`: cold, warm");
-  }
-  if (o.job.mode != "natural" && o.job.mode != "map" && o.job.mode != "stream") {
-    return Status(Code::kInvalidArgument, "`mode`: natural, map or stream");
-  }
   std::error_code ec;
   {
     // A work dir inside the tree would be scanned as part of it: the tree would grow by every
@@ -196,12 +190,12 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
           run.cache = cache;
           run.workers = w;
           ReplayOptions ro = o.job;
-          ro.loader = "model";
+          ro.loader = Loader::kModel;
           ro.dataset = b.path;
-          ro.mode = CompareMode(o.job.mode, b.layout);
+          ro.mode = CompareMode(o.mode, b.layout);
           ro.cache = cache;
           ro.workers = w;
-          ro.epochs = o.job.epochs + (cache == "warm" ? 1 : 0);
+          ro.epochs = o.job.epochs + (cache == CacheState::kWarm ? 1 : 0);
           if (storage == "slowfs") ro.slowfs = o.slowfs;
           if (o.ranks) {
             ro.rank = static_cast<uint32_t>(o.ranks->rank);
@@ -217,16 +211,17 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
           say(
               fmt::format("{:<6} {:<4} {:<9} workers {:<3} {:>8} samples/s {:>11} {:>8} opens/s  "
                           "p99 {}{}",
-                          storage, cache, b.layout, run.workers, FormatCount(run.samples_per_sec),
+                          storage, Name(cache), b.layout, run.workers,
+                          FormatCount(run.samples_per_sec),
                           FormatRate(run.bytes_per_sec), FormatCount(run.opens_per_sec),
                           FormatDuration(run.sample_lat.Percentile(99) / 1e9),
                           run.au ? fmt::format("  AU {:.1f}%", *run.au * 100) : ""));
-          if (o.job.loader == "torch" && !StopRequested()) {
+          if (o.job.loader == Loader::kTorch && !StopRequested()) {
             DS_RETURN_IF_ERROR(RunTorchTwin(ro, &run).Prefixed(b.layout));
             say(fmt::format(
                 "{:<6} {:<4} {:<9} workers {:<3} {:>8} samples/s by a real torch "
                 "DataLoader (model / DataLoader {:.2f}x)",
-                storage, cache, b.layout, run.workers, FormatCount(run.torch_samples_per_sec),
+                storage, Name(cache), b.layout, run.workers, FormatCount(run.torch_samples_per_sec),
                 run.model_vs_torch.value_or(0)));
           }
           res->runs.push_back(std::move(run));
@@ -254,7 +249,7 @@ std::string StragglerText(const CompareRun& run) {
 
 Status RunTorchTwin(const ReplayOptions& model, CompareRun* run) {
   ReplayOptions ro = model;
-  ro.loader = "torch";
+  ro.loader = Loader::kTorch;
   CompareRun twin;
   twin.cache = run->cache;
   twin.options = ro;

@@ -58,24 +58,25 @@ struct CompareOptions {
   std::string src;       // a directory tree
   std::string work_dir;  // where the layouts are built (created; an existing one is reused)
   std::vector<std::string> layouts = kDefaultCompareLayouts;
-  std::vector<std::string> caches = {"cold", "warm"};
+  std::vector<CacheState> caches = {CacheState::kCold, CacheState::kWarm};
   std::vector<int> workers = {4};       // more than one: a worker sweep
   bool local = true;                    // replay on local storage
   std::optional<SlowfsOptions> slowfs;  // and/or through the slow file system
   bool label_from_dir = false;
   bool zip_deflate = true;  // zip members deflated (as `zip -r` does), or stored
   bool rebuild = false;     // rebuild layouts already in WORK_DIR
-  CompareOptions() { job.mode = "natural"; }
   std::optional<CompareRanks> ranks;  // under mpirun (null: a plain run)
-  // dataset, cache, workers and slowfs are set per run; job.mode may also be "natural": each
-  // layout read as its loaders read it (map for dir, zip and lmdb; stream for the shard layouts).
+  // How every layout is read; unset: "natural", each layout as its loaders read it (map for dir,
+  // zip and lmdb; stream for the shard layouts). job.mode is not used.
+  std::optional<ReplayMode> mode;
+  // dataset, mode, cache, workers and slowfs are set per run.
   ReplayOptions job;
 };
 
 struct CompareRun {
   std::string layout;
   std::string storage;    // local | slowfs
-  std::string cache;      // cold | warm
+  CacheState cache = CacheState::kCold;
   int workers = 0;        // as asked (result.workers: as run, fewer when batches are fewer)
   ReplayOptions options;  // as run
   ReplayResult result;
@@ -129,7 +130,9 @@ std::string CompareText(const CompareOptions& options, const CompareResult& resu
 // The pieces of a compare run, exposed for tests (bench/compare_report.cc).
 // The replay mode a layout runs in: "natural" is map for dir, zip and lmdb (random access by
 // index, as their loaders read), stream for the shard layouts; map/stream are kept as given.
-std::string CompareMode(const std::string& mode, const std::string& layout);
+ReplayMode CompareMode(std::optional<ReplayMode> mode, const std::string& layout);
+// The mode's word in reports: "natural" when unset.
+const char* CompareModeName(std::optional<ReplayMode> mode);
 // "local" and/or "slowfs", in that order, as the options ask.
 std::vector<std::string> CompareStorages(const CompareOptions& options);
 // Fills run's summary (medians over the measured epochs; a warm run's first epoch primes the

@@ -69,7 +69,7 @@ std::string GroupSentence(const std::vector<const CompareRun*>& ranked,
 
 // Runs of one (storage, cache) at the largest worker count, best first.
 std::vector<const CompareRun*> Ranked(const CompareResult& r, const std::string& storage,
-                                      const std::string& cache, int workers) {
+                                      CacheState cache, int workers) {
   std::vector<const CompareRun*> v;
   for (const auto& run : r.runs) {
     if (run.storage == storage && run.cache == cache && run.workers == workers) v.push_back(&run);
@@ -108,9 +108,14 @@ std::string StorageWords(const CompareOptions& o, const std::string& storage) {
 // "natural": each layout read the way its loaders read it. Random access by index for the tree
 // (ImageFolder), zip (a zipfile Dataset) and LMDB (a python-lmdb Dataset); the shard layouts in
 // storage order with a shuffle buffer (WebDataset, tf.data, MXNet's ImageRecordIter).
-std::string CompareMode(const std::string& mode, const std::string& layout) {
-  if (mode != "natural") return mode;
-  return layout == "dir" || layout == "zip" || layout == "lmdb" ? "map" : "stream";
+ReplayMode CompareMode(std::optional<ReplayMode> mode, const std::string& layout) {
+  if (mode) return *mode;
+  return layout == "dir" || layout == "zip" || layout == "lmdb" ? ReplayMode::kMap
+                                                                : ReplayMode::kStream;
+}
+
+const char* CompareModeName(std::optional<ReplayMode> mode) {
+  return mode ? Name(*mode) : "natural";
 }
 
 std::vector<std::string> CompareStorages(const CompareOptions& o) {
@@ -123,7 +128,7 @@ std::vector<std::string> CompareStorages(const CompareOptions& o) {
 void SummarizeRun(CompareRun* run) {
   const auto& eps = run->result.epochs;
   // A warm run's first epoch only fills the cache (unless the dataset was already cached).
-  size_t first = run->cache == "warm" && eps.size() > 1 ? 1 : 0;
+  size_t first = run->cache == CacheState::kWarm && eps.size() > 1 ? 1 : 0;
   std::vector<double> sps, bps, ops, fb, au, head, res, cap;
   for (size_t i = first; i < eps.size(); i++) {
     const EpochResult& e = eps[i];
@@ -173,21 +178,23 @@ void RankAndRecommend(const CompareOptions& o, CompareResult* res) {
     for (const auto& cache : o.caches) {
       auto ranked = Ranked(*res, storage, cache, w);
       std::string s = GroupSentence(ranked, res->baseline);
-      if (!s.empty()) parts.push_back(fmt::format("{} {}: {}", storage, cache, s));
+      if (!s.empty()) parts.push_back(fmt::format("{} {}: {}", storage, Name(cache), s));
     }
   }
   // The pick: the best layout where storage hurts most (the slowest storage, cold).
   std::string storage = o.slowfs ? "slowfs" : "local";
-  std::string cache = std::find(o.caches.begin(), o.caches.end(), "cold") != o.caches.end()
-                          ? "cold"
-                          : o.caches.front();
+  CacheState cache =
+      std::find(o.caches.begin(), o.caches.end(), CacheState::kCold) != o.caches.end()
+          ? CacheState::kCold
+          : o.caches.front();
   auto ranked = Ranked(*res, storage, cache, w);
   if (!ranked.empty()) {
     const CompareRun* best = ranked.front();
     std::string why =
         best->vs_baseline && best->layout != res->baseline
-            ? fmt::format("{} {} {}", Times(*best->vs_baseline), LayoutWords(res->baseline), cache)
-            : fmt::format("{} samples/s {}", FormatCount(best->samples_per_sec), cache);
+            ? fmt::format("{} {} {}", Times(*best->vs_baseline), LayoutWords(res->baseline),
+                          Name(cache))
+            : fmt::format("{} samples/s {}", FormatCount(best->samples_per_sec), Name(cache));
     std::string feed;
     double req = res->runs.empty() ? 0 : res->runs.front().result.required_samples_per_sec;
     if (req > 0) {
@@ -225,9 +232,9 @@ void RankAndRecommend(const CompareOptions& o, CompareResult* res) {
   // Implausible: a layout read through the slow file system faster than from local disk, both
   // warm, beyond the spread of their epochs (a cache that was not what it seemed, a noisy host).
   for (const auto& s : res->runs) {
-    if (s.storage != "slowfs" || s.cache != "warm" || s.workers != w) continue;
+    if (s.storage != "slowfs" || s.cache != CacheState::kWarm || s.workers != w) continue;
     for (const auto& l : res->runs) {
-      if (l.storage == "local" && l.cache == "warm" && l.layout == s.layout && l.workers == w &&
+      if (l.storage == "local" && l.cache == CacheState::kWarm && l.layout == s.layout && l.workers == w &&
           s.score_min > l.score_max * 1.05) {
         res->recommendation += fmt::format(
             "\n  implausible: {} warm through slowfs ({}/s) beat local disk warm ({}/s) beyond "
@@ -243,9 +250,9 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
   json runs = json::array();
   for (const auto& run : r.runs) {
     runs.push_back({{"layout", run.layout},
-                    {"mode", CompareMode(o.job.mode, run.layout)},
+                    {"mode", Name(CompareMode(o.mode, run.layout))},
                     {"storage", run.storage},
-                    {"cache", run.cache},
+                    {"cache", Name(run.cache)},
                     {"workers", run.workers},
                     {"workers_run", run.result.workers},
                     {"samples_per_sec", run.samples_per_sec},
@@ -277,7 +284,7 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
     }
     if (run.torch) {
       ReplayOptions to = run.options;
-      to.loader = "torch";
+      to.loader = Loader::kTorch;
       runs.back()["torch"] = {{"samples_per_sec", run.torch_samples_per_sec},
                               {"model_vs_torch", opt(run.model_vs_torch)},
                               {"replay", ReplayJson(to, *run.torch)}};
@@ -321,7 +328,7 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
                          {"vs_baseline", opt(run->vs_baseline)}});
       }
       ranking.push_back(
-          {{"storage", storage}, {"cache", cache}, {"baseline", r.baseline}, {"order", order}});
+          {{"storage", storage}, {"cache", Name(cache)}, {"baseline", r.baseline}, {"order", order}});
       if (o.workers.size() < 2) continue;
       for (const auto& layout : o.layouts) {
         std::vector<const CompareRun*> pts;
@@ -337,7 +344,7 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
         auto mw = MinWorkers(pts, required);
         sweep.push_back({{"layout", layout},
                          {"storage", storage},
-                         {"cache", cache},
+                         {"cache", Name(cache)},
                          {"min_workers", mw ? json(*mw) : json(nullptr)},
                          {"points", points}});
       }
@@ -350,7 +357,7 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
       {"samples", r.samples},
       {"source_bytes", r.source_bytes},
       {"job",
-       {{"mode", o.job.mode},
+       {{"mode", CompareModeName(o.mode)},
         {"workers", o.workers},
         {"batch", o.job.batch},
         {"prefetch", o.job.prefetch},
@@ -384,7 +391,7 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
     for (const auto& cache : o.caches) {
       bool capacity = !r.runs.empty() && r.runs.front().result.compute_time > 0;
       t += fmt::format(
-          "\n{}, {} cache, {} workers (x = {} vs {}):\n", StorageWords(o, storage), cache, w,
+          "\n{}, {} cache, {} workers (x = {} vs {}):\n", StorageWords(o, storage), Name(cache), w,
           capacity ? "loader capacity, what the workers could deliver never idle," : "samples/s",
           LayoutWords(r.baseline));
       // With a required rate, whether each layout feeds the job (MLPerf's AU bar with a
@@ -404,7 +411,7 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
                                  : std::string("1 epoch");
         t += fmt::format(
             "  {:<4} {:<9} {:<6} {:>10} {:>15} {:>11} {:>9} {:>9} {:>9} {:>7} {:>7}{}\n", labels[i],
-            run->layout, CompareMode(o.job.mode, run->layout), FormatCount(run->samples_per_sec),
+            run->layout, Name(CompareMode(o.mode, run->layout)), FormatCount(run->samples_per_sec),
             spread, FormatRate(run->bytes_per_sec), FormatCount(run->opens_per_sec),
             FormatDuration(run->sample_lat.Percentile(50) / 1e9),
             FormatDuration(run->sample_lat.Percentile(99) / 1e9),
@@ -429,13 +436,13 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
       t += required <= 0 ? " (give `step_time` or `samples_per_sec` for a required rate)\n" : "\n";
     }
   }
-  if (o.job.loader == "torch") {
+  if (o.job.loader == Loader::kTorch) {
     t += "\nthe model (dsbench's C++ loader) against a real torch DataLoader, same job:\n";
     t += fmt::format("  {:<6} {:<5} {:<9} {:>7} {:>14} {:>14} {:>8}\n", "storage", "cache",
                      "layout", "workers", "model s/s", "DataLoader s/s", "ratio");
     for (const auto& run : r.runs) {
       if (!run.torch) continue;
-      t += fmt::format("  {:<6} {:<5} {:<9} {:>7} {:>14} {:>14} {:>8}\n", run.storage, run.cache,
+      t += fmt::format("  {:<6} {:<5} {:<9} {:>7} {:>14} {:>14} {:>8}\n", run.storage, Name(run.cache),
                        run.layout, run.workers, FormatCount(run.samples_per_sec),
                        FormatCount(run.torch_samples_per_sec),
                        run.model_vs_torch ? fmt::format("{:.2f}x", *run.model_vs_torch) : "-");
@@ -448,7 +455,7 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
   if (r.ranks > 1) {
     t += "\nstragglers (each run's last epoch):\n";
     for (const auto& run : r.runs) {
-      t += fmt::format("  {:<6} {:<4} {:<9} workers {:<3} {}\n", run.storage, run.cache, run.layout,
+      t += fmt::format("  {:<6} {:<4} {:<9} workers {:<3} {}\n", run.storage, Name(run.cache), run.layout,
                        run.workers, StragglerText(run));
     }
   }

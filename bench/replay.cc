@@ -76,19 +76,7 @@ Status CheckOptions(const ReplayOptions& o) {
     return Status(Code::kInvalidArgument,
                   "`workers`, `batch`, `prefetch`, `epochs` and `gpus` must be at least 1");
   }
-  if (o.mode != "map" && o.mode != "stream") {
-    return Status(Code::kInvalidArgument, "`mode`: map or stream");
-  }
-  if (o.cache != "cold" && o.cache != "warm") {
-    return Status(Code::kInvalidArgument, "`cache`: cold or warm");
-  }
-  if (o.on_error != "stop" && o.on_error != "skip") {
-    return Status(Code::kInvalidArgument, "`on_error`: stop or skip");
-  }
-  if (o.loader != "model" && o.loader != "torch") {
-    return Status(Code::kInvalidArgument, "`loader`: model or torch");
-  }
-  if (o.loader == "torch" && o.on_error == "skip") {
+  if (o.loader == Loader::kTorch && o.on_error == OnError::kSkip) {
     return Status(Code::kInvalidArgument,
                   "`on_error=skip` is the model's: a torch DataLoader stops at a sample's error");
   }
@@ -150,7 +138,7 @@ Status MakeCold(ReplayOptions* o, const std::string& path, ReplaySource* src, Re
 std::vector<uint64_t> GlobalOrder(const ReplayOptions& o, uint64_t size, uint64_t n, int epoch) {
   std::vector<uint64_t> order(size);
   for (uint64_t i = 0; i < order.size(); i++) order[i] = i;
-  if (o.mode == "map") {
+  if (o.mode == ReplayMode::kMap) {
     Rng rng(o.seed, static_cast<uint64_t>(epoch));
     for (uint64_t i = order.size(); i > 1; i--) std::swap(order[i - 1], order[rng.Below(i)]);
   }
@@ -165,7 +153,7 @@ std::vector<uint64_t> RankEpochOrder(const ReplayOptions& o, uint64_t size, uint
   std::vector<uint64_t> global = GlobalOrder(o, size, n, epoch);
   if (o.world <= 1) return global;
   std::vector<uint64_t> mine;
-  if (o.mode == "stream" && !shards.empty()) {
+  if (o.mode == ReplayMode::kStream && !shards.empty()) {
     std::vector<uint64_t> bytes;
     for (const auto& s : shards) bytes.push_back(s.bytes);
     for (size_t i : AssignShards(bytes, o.rank, o.world)) {
@@ -225,7 +213,7 @@ class Epoch {
     for (uint64_t k = b * o_.batch; k < std::min<uint64_t>(n_, (b + 1) * o_.batch); k++) {
       auto s0 = Clock::now();
       auto r = src_.Read(order_[k]);
-      if (!r.ok() && o_.on_error == "skip") {
+      if (!r.ok() && o_.on_error == OnError::kSkip) {
         std::lock_guard lock(skipped_mu_);
         if (res_->errors.size() < kMaxListedErrors) res_->errors.push_back(r.status().message());
         res_->error_count++;
@@ -333,7 +321,7 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
   if (on_start) on_start(*res);
   uint64_t n = o.max_samples ? std::min(o.max_samples, src->size()) : src->size();
   DS_ASSIGN_OR_RETURN(std::vector<ShardRange> shards, src->ShardRanges());
-  if (o.world > 1 && o.loader == "torch") {
+  if (o.world > 1 && o.loader == Loader::kTorch) {
     return Status(Code::kUnsupported,
                   "`loader=torch` as one rank of several is not built yet; use the model loader");
   }
@@ -348,7 +336,7 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
   res->workers = o.workers;
   res->loader = o.loader;
   std::unique_ptr<TorchLoader> torch;
-  if (o.loader == "torch") {
+  if (o.loader == Loader::kTorch) {
     DS_ASSIGN_OR_RETURN(torch, TorchLoader::Start(o, path, res->kind, n));
     res->notes.push_back(fmt::format(
         "read by a real torch DataLoader ({} worker processes, {}), in a Python subprocess",
@@ -356,7 +344,7 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
         res->kind == "tree" ? "torchvision ImageFolder, raw bytes" : "dspack.torch.MapDataset"));
   }
   for (int e = 1; e <= o.epochs && (o.before_epoch || !StopRequested()); e++) {
-    if (o.cache == "cold") DS_RETURN_IF_ERROR(MakeCold(&o, path, src.get(), res));
+    if (o.cache == CacheState::kCold) DS_RETURN_IF_ERROR(MakeCold(&o, path, src.get(), res));
     if (torch) {
       DS_ASSIGN_OR_RETURN(double residency, src->Residency());
       DiskSampler disk(o.disk_device);
@@ -403,7 +391,7 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
     double s = e.seconds > 0 ? e.seconds : 1e-9;
     auto [mn, mx] = WorkerSpread(e);
     json j = {{"epoch", e.epoch},
-              {"cache", o.cache},
+              {"cache", Name(o.cache)},
               {"residency_before", e.residency_before},
               {"seconds", e.seconds},
               {"samples", e.samples},
@@ -428,17 +416,17 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
   }
   return {{"dataset", o.dataset},
           {"layout", r.kind},
-          {"loader", r.loader.empty() ? o.loader : r.loader},
+          {"loader", Name(r.loader.value_or(o.loader))},
           {"dataset_samples", r.dataset_samples},
           {"dataset_bytes", r.dataset_bytes},
-          {"mode", o.mode},
+          {"mode", Name(o.mode)},
           {"workers", r.workers ? r.workers : o.workers},
           {"batch", o.batch},
           {"prefetch", o.prefetch},
           {"compute_time", r.compute_time},
           {"required_samples_per_sec", r.required_samples_per_sec},
           {"interrupted", r.interrupted},
-          {"on_error", o.on_error},
+          {"on_error", Name(o.on_error)},
           {"slowfs", o.slowfs ? json{{"meta_latency_s", o.slowfs->meta_latency},
                                      {"read_latency_s", o.slowfs->read_latency}}
                               : json(nullptr)},
@@ -452,7 +440,7 @@ std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
   std::string t = fmt::format(
       "replay {} ({}: {} samples, {}), loader={}, mode={}, workers={}, batch={}\n", o.dataset,
       r.kind, r.dataset_samples, FormatBytes(r.dataset_bytes),
-      r.loader.empty() ? o.loader : r.loader, o.mode, r.workers ? r.workers : o.workers, o.batch);
+      Name(r.loader.value_or(o.loader)), Name(o.mode), r.workers ? r.workers : o.workers, o.batch);
   for (const auto& note : r.notes) t += "note: " + note + "\n";
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   for (const auto& e : r.epochs) {
@@ -461,9 +449,9 @@ std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
     t += fmt::format(
         "epoch {} ({}, {:.1f}% cached at start): {} samples in {}: {} samples/s, {}, {} "
         "opens/s\n",
-        e.epoch, o.cache, e.residency_before * 100, e.samples, FormatDuration(e.seconds),
+        e.epoch, Name(o.cache), e.residency_before * 100, e.samples, FormatDuration(e.seconds),
         FormatCount(e.samples / s), FormatRate(e.bytes / s), FormatCount(e.opens / s));
-    if (r.loader == "torch") {  // per-sample reads and per-worker counts are not observable
+    if (r.loader == Loader::kTorch) {  // per-sample reads and per-worker counts are not observable
       t += fmt::format(
           "  first batch {}; DataLoader CPU (its process and workers) {:.0f}% of {} "
           "cores, {:.0f} us per sample\n",

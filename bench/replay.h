@@ -25,6 +25,7 @@
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "bench/slowfs/mount.h"
@@ -35,25 +36,40 @@
 
 namespace ds::bench {
 
+// The choices of a replay, each with its name (the JSON's and the reports' word) and a parser
+// whose error names the option's field ("`mode`: map or stream"), for the CLI to render.
+enum class ReplayMode : uint8_t { kMap, kStream };  // a DataLoader's shuffled map, shard order
+enum class CacheState : uint8_t { kCold, kWarm };   // evicted before each epoch, or left
+enum class OnError : uint8_t { kStop, kSkip };      // a sample that fails to read or check
+enum class Loader : uint8_t { kModel, kTorch };     // dsbench's threads, a real DataLoader
+const char* Name(ReplayMode m);
+const char* Name(CacheState c);
+const char* Name(OnError e);
+const char* Name(Loader l);
+Result<ReplayMode> ParseReplayMode(std::string_view s);
+Result<CacheState> ParseCacheState(std::string_view s);
+Result<OnError> ParseOnError(std::string_view s);
+Result<Loader> ParseLoader(std::string_view s);
+
 struct ReplayOptions {
   std::string dataset;
-  std::string mode = "map";  // map | stream
+  ReplayMode mode = ReplayMode::kMap;
   int workers = 4;
   int batch = 32;
   int prefetch = 2;  // batches per worker in flight
   uint64_t seed = 0;
   int epochs = 2;
-  std::string cache = "cold";  // cold | warm
-  bool drop_caches = false;    // cold via /proc/sys/vm/drop_caches (root) instead of fadvise
+  CacheState cache = CacheState::kCold;
+  bool drop_caches = false;  // cold via /proc/sys/vm/drop_caches (root) instead of fadvise
   double compute_time = 0;     // seconds per batch (0: no accelerator, read as fast as possible)
   int gpus = 1;
   double step_time = 0;           // seconds per step per GPU: sets compute_time and the rate
   double samples_per_sec = 0;     // or the required rate directly
   uint64_t max_samples = 0;       // per epoch (0: all)
-  std::string on_error = "stop";  // a sample that fails to read or check: stop | skip
+  OnError on_error = OnError::kStop;
   // model: the C++ threads above; torch: a real torch DataLoader running the same job in a Python
   // subprocess (bench/torch_loader.h), measured the same way.
-  std::string loader = "model";
+  Loader loader = Loader::kModel;
   // Read the dataset through the slow file system (bench/slowfs/mount.h): NFS-like round trips.
   std::optional<SlowfsOptions> slowfs;
   // A bar per epoch on stderr (samples done, MB/s, ETA), drawn only when stderr is a terminal.
@@ -105,8 +121,8 @@ struct EpochResult {
 constexpr double kAuBar = 0.9;
 
 struct ReplayResult {
-  std::string kind;    // "tree" or the layout
-  std::string loader;  // "model" or "torch", as run
+  std::string kind;  // "tree" or the layout
+  std::optional<Loader> loader;  // as run (unset: the run did not start)
   uint64_t dataset_samples = 0;
   uint64_t dataset_bytes = 0;
   double required_samples_per_sec = 0;  // 0: no requirement given

@@ -226,8 +226,8 @@ nlohmann::json ClusterReplayJson(const ReplayOptions& o, const ClusterReplay& c)
                         {"reason", ce.reason}}}});
   }
   return {{"world", c.ranks.size()},
-          {"mode", o.mode},
-          {"split", o.mode == "map" ? "every world-th sample of the epoch's permutation"
+          {"mode", Name(o.mode)},
+          {"split", o.mode == ReplayMode::kMap ? "every world-th sample of the epoch's permutation"
                                     : "shard i to rank i % world"},
           {"epochs", epochs},
           {"starves", c.starves()}};
@@ -235,8 +235,8 @@ nlohmann::json ClusterReplayJson(const ReplayOptions& o, const ClusterReplay& c)
 
 std::string ClusterReplayText(const ReplayOptions& o, const ClusterReplay& c) {
   std::string s =
-      fmt::format("{} ranks, one training job ({}: {})\n", c.ranks.size(), o.mode,
-                  o.mode == "map" ? "each rank every world-th sample of the epoch's permutation"
+      fmt::format("{} ranks, one training job ({}: {})\n", c.ranks.size(), Name(o.mode),
+                  o.mode == ReplayMode::kMap ? "each rank every world-th sample of the epoch's permutation"
                                   : "shard i to rank i % world");
   for (size_t e = 0; e < c.epochs.size(); e++) {
     const ClusterEpoch& ce = c.epochs[e];
@@ -247,7 +247,7 @@ std::string ClusterReplayText(const ReplayOptions& o, const ClusterReplay& c) {
                          FormatCount(ce.required_samples_per_sec), ce.feeds ? "FEEDS" : "STARVES");
     }
     s += fmt::format("epoch {} ({}): aggregate {} samples/s, {} samples in {}, {}{}\n", ce.epoch,
-                     o.cache, FormatCount(ce.samples_per_sec), ce.samples,
+                     Name(o.cache), FormatCount(ce.samples_per_sec), ce.samples,
                      FormatDuration(ce.seconds),
                      FormatRate(PerSecond(static_cast<double>(ce.bytes), ce.seconds)), need);
     for (const auto& r : c.ranks) {

@@ -24,6 +24,8 @@ namespace ds::bench {
 struct JobFlags {
   ReplayOptions job;
   std::string workers = "4", format = "normal", compute_time, step_time;
+  // The choices as typed; ResolveJob parses them into job (compare's mode may be "natural").
+  std::string mode = "map", cache = "cold", on_error = "stop", loader = "model";
   std::string meta_latency, read_latency;
   double mpi_timeout = 3600;
 };
@@ -48,8 +50,8 @@ int Fail(const Status& s) { return DsbenchFail(s); }
 // The flags replay and compare share: the job.
 void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
   ReplayOptions& j = f->job;
-  if (compare) j.mode = "natural";
-  c->add_option("--mode", j.mode,
+  if (compare) f->mode = "natural";
+  c->add_option("--mode", f->mode,
                 compare ? "natural (each layout as its loaders read it: map for dir, zip, lmdb; "
                           "stream for shards), map or stream"
                         : "map (DataLoader, shuffled) or stream (shard order)")
@@ -65,7 +67,7 @@ void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
                 compare ? "Measured epochs per run (warm runs add one priming epoch)" : "Epochs")
       ->capture_default_str();
   if (!compare) {
-    c->add_option("--cache", j.cache, "cold (evicted before each epoch) or warm")
+    c->add_option("--cache", f->cache, "cold (evicted before each epoch) or warm")
         ->capture_default_str();
   }
   c->add_flag("--drop-caches", j.drop_caches,
@@ -77,7 +79,7 @@ void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
                 "Time per training step, e.g. 100ms: sets --compute-time and the required rate");
   c->add_option("--samples-per-sec", j.samples_per_sec, "The required rate, directly");
   c->add_option("--max-samples", j.max_samples, "Samples per epoch (0: all)");
-  c->add_option("--on-error", j.on_error,
+  c->add_option("--on-error", f->on_error,
                 "A sample that fails to read or check: stop (exit 1) or skip (count, go on, "
                 "exit 1 at the end)")
       ->capture_default_str();
@@ -88,7 +90,7 @@ void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
                           "e.g. 1ms (NFS-like)");
   c->add_option("--read-latency", f->read_latency,
                 "Slow file system: round trip per READ request, e.g. 0.2ms (default 0)");
-  c->add_option("--loader", j.loader,
+  c->add_option("--loader", f->loader,
                 compare ? "model (the C++ threads) or torch: each run also by a real torch "
                           "DataLoader, the model's prediction and the DataLoader's result side by "
                           "side"
@@ -99,7 +101,16 @@ void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
 }
 
 // Fills the job's durations and the slow file system from the flags.
-Status ResolveJob(JobFlags* f) {
+// compare_mode: where the job's mode goes for compare ("natural" leaves it unset); null for
+// replay, whose mode is the job's.
+Status ResolveJob(JobFlags* f, std::optional<ReplayMode>* compare_mode = nullptr) {
+  if (compare_mode == nullptr || f->mode != "natural") {
+    DS_ASSIGN_OR_RETURN(f->job.mode, ParseReplayMode(f->mode));
+    if (compare_mode) *compare_mode = f->job.mode;
+  }
+  DS_ASSIGN_OR_RETURN(f->job.cache, ParseCacheState(f->cache));
+  DS_ASSIGN_OR_RETURN(f->job.on_error, ParseOnError(f->on_error));
+  DS_ASSIGN_OR_RETURN(f->job.loader, ParseLoader(f->loader));
   DS_RETURN_IF_ERROR(DurationFlag(f->compute_time, "--compute-time", &f->job.compute_time));
   DS_RETURN_IF_ERROR(DurationFlag(f->step_time, "--step-time", &f->job.step_time));
   if (f->format != "normal" && f->format != "json") {
@@ -284,15 +295,20 @@ int TrainingCommands::Run(const std::string& command) {
   }
   if (!f->compare->parsed()) return -1;
 
-  if (Status s = ResolveJob(&f->cj); !s.ok()) return Fail(s);
   CompareOptions& o = f->co;
+  if (Status s = ResolveJob(&f->cj, &o.mode); !s.ok()) return Fail(s);
   o.job = f->cj.job;
   o.slowfs = f->cj.job.slowfs;
   o.job.slowfs.reset();
   o.local = !f->no_local;
   o.zip_deflate = !f->zip_store;
   if (!f->layouts.empty()) o.layouts = SplitList(f->layouts);
-  o.caches = SplitList(f->caches);
+  o.caches.clear();
+  for (const auto& c : SplitList(f->caches)) {
+    auto cache = ParseCacheState(c);
+    if (!cache.ok()) return Fail(cache.status());
+    o.caches.push_back(*cache);
+  }
   auto workers = ParseWorkerList(f->cj.workers);
   if (!workers.ok()) return Fail(workers.status());
   o.workers = *workers;
@@ -306,7 +322,7 @@ int TrainingCommands::Run(const std::string& command) {
   // (docs/mpi.md#a-compare-across-nodes).
   const bool mpi = (*world)->mpi(), rank0 = (*world)->rank() == 0;
   if (mpi) {
-    if (o.job.loader == "torch") {
+    if (o.job.loader == Loader::kTorch) {
       return Fail(Status(Code::kInvalidArgument,
                          "--loader torch under mpirun: the DataLoader twin runs on one node; "
                          "compare with the model loader, or without mpirun"));

@@ -31,7 +31,7 @@ CompareRun Run(const std::string& layout, const std::string& storage, const std:
   CompareRun r;
   r.layout = layout;
   r.storage = storage;
-  r.cache = cache;
+  r.cache = *ds::bench::ParseCacheState(cache);
   r.workers = workers;
   r.result.epochs = std::move(epochs);
   r.result.required_samples_per_sec = required;
@@ -43,7 +43,9 @@ CompareRun Run(const std::string& layout, const std::string& storage, const std:
 const CompareRun& Find(const CompareResult& r, const std::string& layout,
                        const std::string& storage, const std::string& cache) {
   for (const auto& run : r.runs) {
-    if (run.layout == layout && run.storage == storage && run.cache == cache) return run;
+    if (run.layout == layout && run.storage == storage && ds::bench::Name(run.cache) == cache) {
+      return run;
+    }
   }
   FAIL("no run " << layout << " " << storage << " " << cache);
   return r.runs.front();
@@ -126,7 +128,7 @@ TEST_CASE("compare: which layouts feed the job; capacity ranks when compute is s
           "[bench]") {
   CompareOptions o;
   o.layouts = {"dir", "lmdb", "native"};
-  o.caches = {"cold"};
+  o.caches = {ds::bench::CacheState::kCold};
   CompareResult r;
   r.baseline = "dir";
   // With an accelerator the delivered rate is capped by compute (all deliver ~the same); the
@@ -180,12 +182,17 @@ TEST_CASE("compare: --workers lists", "[bench]") {
 
 TEST_CASE("compare: natural mode reads each layout as its loaders do", "[bench]") {
   using ds::bench::CompareMode;
-  for (const char* l : {"dir", "zip", "lmdb"}) CHECK(CompareMode("natural", l) == "map");
-  for (const char* l : {"native", "wds", "tfrecord", "recordio"}) {
-    CHECK(CompareMode("natural", l) == "stream");
+  using ds::bench::ReplayMode;
+  for (const char* l : {"dir", "zip", "lmdb"}) {
+    CHECK(CompareMode(std::nullopt, l) == ReplayMode::kMap);
   }
-  CHECK(CompareMode("map", "wds") == "map");
-  CHECK(CompareMode("stream", "dir") == "stream");
+  for (const char* l : {"native", "wds", "tfrecord", "recordio"}) {
+    CHECK(CompareMode(std::nullopt, l) == ReplayMode::kStream);
+  }
+  CHECK(CompareMode(ReplayMode::kMap, "wds") == ReplayMode::kMap);
+  CHECK(CompareMode(ReplayMode::kStream, "dir") == ReplayMode::kStream);
+  CHECK(std::string(ds::bench::CompareModeName(std::nullopt)) == "natural");
+  CHECK(std::string(ds::bench::CompareModeName(ReplayMode::kStream)) == "stream");
 }
 
 TEST_CASE("replay worker sweep: the last epoch of each run, the fewest workers that feed the job",
@@ -238,7 +245,7 @@ TEST_CASE("compare: the ranking marks layouts inside the noise as tied and shows
           "[bench]") {
   CompareOptions o;
   o.layouts = {"dir", "native", "wds"};
-  o.caches = {"cold"};
+  o.caches = {ds::bench::CacheState::kCold};
   CompareResult r;
   r.baseline = "dir";
   // native 2943 (2900-3000) and dir 2940 (2800-3100) overlap: tied; wds 1000-1100 does not.

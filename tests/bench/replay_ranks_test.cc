@@ -60,12 +60,12 @@ TEST_CASE("replay ranks read every sample exactly once per epoch", "[bench]") {
   for (uint32_t world : {1u, 2u, 3u, 7u}) {    // 7: more ranks than shards (some idle in stream)
     o.world = world;
     INFO("world " << world);
-    o.mode = "map";
+    o.mode = ds::bench::ReplayMode::kMap;
     auto e1 = CheckExactlyOnce(o, 177, 177, 1, shards);
     auto e2 = CheckExactlyOnce(o, 177, 177, 2, shards);
     if (world > 1) CHECK(e1 != e2);            // a fresh permutation each epoch
     CheckExactlyOnce(o, 177, 100, 1, shards);  // max_samples: the first 100 of the order
-    o.mode = "stream";
+    o.mode = ds::bench::ReplayMode::kStream;
     auto s = CheckExactlyOnce(o, 177, 177, 1, shards);
     // rank 0 streams its shards (0, world, 2*world...) front to back
     REQUIRE(!s.empty());
@@ -74,7 +74,7 @@ TEST_CASE("replay ranks read every sample exactly once per epoch", "[bench]") {
     CheckExactlyOnce(o, 177, 177, 1, {});  // no shards (a tree): split in storage order
   }
   // The permutation is the same on every rank: rank 0 of 2 reads positions 0, 2, 4... of world 1.
-  o.mode = "map";
+  o.mode = ds::bench::ReplayMode::kMap;
   o.world = 1;
   o.rank = 0;
   auto all = RankEpochOrder(o, 177, 177, 1, shards);

@@ -59,7 +59,7 @@ ReplayOptions Options(const std::string& dataset) {
   o.batch = 2;
   o.prefetch = 1;
   o.epochs = 2;
-  o.cache = "warm";
+  o.cache = ds::bench::CacheState::kWarm;
   return o;
 }
 
@@ -73,7 +73,7 @@ TEST_CASE("RunReplay over a synthetic tree reads every file once per epoch", "[b
   const std::string mode = GENERATE("map", "stream");
   INFO(mode);
   ReplayOptions o = Options(dir / "tree");
-  o.mode = mode;
+  o.mode = *ds::bench::ParseReplayMode(mode);
   ReplayResult r;
   uint64_t samples_at_start = 0;
   size_t epochs_at_start = 1;
@@ -116,7 +116,7 @@ TEST_CASE("RunReplay over a native dataset: map reads each sample once per epoch
   const std::string native = WriteNative(dir);
   const uint64_t all = (Pow7(kSamples) - 1) / 6;  // 1 + 7 + ... + 7^5
   ReplayOptions o = Options(native);
-  o.cache = "cold";  // evicted and reopened every epoch
+  o.cache = ds::bench::CacheState::kCold;  // evicted and reopened every epoch
   o.epochs = 3;
   ReplayResult r;
   REQUIRE(RunReplay(o, &r).ok());
@@ -144,7 +144,7 @@ TEST_CASE("RunReplay over a native dataset: map reads each sample once per epoch
     }
   }
   SECTION("max_samples in stream mode: the first ones in storage order") {
-    o.mode = "stream";
+    o.mode = ds::bench::ReplayMode::kStream;
     o.max_samples = 3;
     ReplayResult s;
     REQUIRE(RunReplay(o, &s).ok());
@@ -213,8 +213,11 @@ TEST_CASE("RunReplay: bad options, idle workers trimmed, a corrupt sample stops 
   ReplayResult r;
   for (auto bad :
        {+[](ReplayOptions& x) { x.workers = 0; }, +[](ReplayOptions& x) { x.batch = 0; },
-        +[](ReplayOptions& x) { x.mode = "random"; }, +[](ReplayOptions& x) { x.cache = "hot"; },
-        +[](ReplayOptions& x) { x.on_error = "retry"; }}) {
+        +[](ReplayOptions& x) { x.epochs = 0; },
+        +[](ReplayOptions& x) {
+          x.loader = ds::bench::Loader::kTorch;
+          x.on_error = ds::bench::OnError::kSkip;
+        }}) {
     ReplayOptions b = o;
     bad(b);
     CHECK(RunReplay(b, &r).code() == Code::kInvalidArgument);
@@ -251,7 +254,7 @@ TEST_CASE("RunReplay: bad options, idle workers trimmed, a corrupt sample stops 
   CHECK(s.code() == Code::kCorruption);
   CHECK_THAT(s.message(), Catch::Contains("k5"));
   CHECK(stopped.epochs.empty());
-  o.on_error = "skip";
+  o.on_error = ds::bench::OnError::kSkip;
   ReplayResult skipped;
   REQUIRE(RunReplay(o, &skipped).ok());
   CHECK(skipped.error_count == 2);  // once per epoch
@@ -280,8 +283,8 @@ TEST_CASE("RunReplay under on_error=skip counts a tree file that vanished and go
     REQUIRE(std::filesystem::remove(removed));
   };
   ReplayOptions o = Options(dir / "tree");
-  o.cache = cache;
-  o.on_error = "skip";
+  o.cache = *ds::bench::ParseCacheState(cache);
+  o.on_error = ds::bench::OnError::kSkip;
   ReplayResult skipped;
   Status st = RunReplay(o, &skipped, remove_one);
   INFO(st.ToString());
@@ -293,4 +296,19 @@ TEST_CASE("RunReplay under on_error=skip counts a tree file that vanished and go
     CHECK(e.samples == 5);
     CHECK(e.errors == 1);
   }
+}
+
+TEST_CASE("replay choices: one word each way; a wrong one names the field", "[bench]") {
+  using ds::bench::Name;
+  CHECK(*ds::bench::ParseReplayMode("stream") == ds::bench::ReplayMode::kStream);
+  CHECK(std::string(Name(ds::bench::CacheState::kWarm)) == "warm");
+  CHECK(*ds::bench::ParseOnError("skip") == ds::bench::OnError::kSkip);
+  CHECK(std::string(Name(*ds::bench::ParseLoader("torch"))) == "torch");
+  auto bad = ds::bench::ParseReplayMode("random");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().code() == Code::kInvalidArgument);
+  CHECK(bad.status().message() == "`mode`: map or stream (not 'random')");
+  CHECK(ds::bench::ParseCacheState("hot").status().message() == "`cache`: cold or warm (not 'hot')");
+  CHECK(ds::bench::ParseOnError("retry").status().message() ==
+        "`on_error`: stop or skip (not 'retry')");
 }
