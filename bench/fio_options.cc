@@ -499,12 +499,7 @@ Result<IoJobOptions> BuildJob(const RawJob& raw, const IoJobOptions& defaults,
         Code::kInvalidArgument,
         fmt::format("job '{}': no target; give --filename, --directory or a PATH", o.name));
   }
-  if (o.time_based && o.runtime <= 0) {
-    return Status(Code::kInvalidArgument,
-                  fmt::format("job '{}': time_based needs a runtime (fio refuses it too); give "
-                              "--runtime, e.g. --runtime=30s",
-                              o.name));
-  }
+  if (Status s = o.Validate(); !s.ok()) return s.Prefixed(fmt::format("job '{}'", o.name));
   return o;
 }
 

@@ -66,9 +66,8 @@ const char* RwName(RwMode m) {
   return "?";
 }
 
-namespace {
-
-Status CheckJob(const IoJobOptions& o) {
+Status IoJobOptions::Validate() const {
+  const IoJobOptions& o = *this;
   if (o.bs == 0 || o.iodepth == 0 || o.numjobs == 0 || o.iodepth_batch_submit == 0 ||
       o.loops == 0) {
     return Status(Code::kInvalidArgument,
@@ -124,8 +123,6 @@ Status CheckJob(const IoJobOptions& o) {
   return Status::Ok();
 }
 
-}  // namespace
-
 Result<IoRun> RunIoJobs(const IoJobOptions& options, const IoHooks& hooks) {
   return RunIoJobs(std::span<const IoJobOptions>(&options, 1), hooks);
 }
@@ -173,7 +170,7 @@ Result<IoRun> RunTogether(std::span<const IoJobOptions> in, const IoHooks& hooks
   std::vector<IoJobOptions> specs(in.begin(), in.end());
   size_t clones = 0;
   for (const auto& o : specs) {
-    DS_RETURN_IF_ERROR(CheckJob(o));
+    DS_RETURN_IF_ERROR(o.Validate());
     clones += o.numjobs;
   }
   if (clones > kMaxJobs) {

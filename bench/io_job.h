@@ -144,6 +144,14 @@ struct IoJobOptions {
   // (dsbench storage's jobs) the report derives them from the fields.
   std::vector<std::pair<std::string, std::string>> given;
   bool echo_given = false;
+
+  // Every check of the options against each other and their ranges, in one place: positive
+  // sizes and counts, ranges, O_DIRECT alignment, verify's needs, hipri's engine, gtod_reduce
+  // against the logs, time_based's runtime. kInvalidArgument naming the fields. The fio parser
+  // calls it for each job it builds (the job's name prefixed), RunIoJobs for every job again.
+  // What only the file system can tell (space, an existing file, O_DIRECT refused) is checked
+  // where the file is opened (PrepareTestFile, the worker).
+  Status Validate() const;
 };
 
 // fio's bw/iops samples: one per 500 ms window of a job (fio's bw_avg_time/iops_avg_time).

@@ -279,4 +279,22 @@ TEST_CASE("stonewall: the jobs after it start when the ones before have finished
   CHECK(j["jobs"][0]["trim"]["total_ios"] == 0);
 }
 
+// IoJobOptions::Validate is the one place the options are checked against each other: the
+// parser runs it for every job it builds (naming the job), RunIoJobs again.
+TEST_CASE("fio options: a built job is validated, its name in the error", "[bench]") {
+  auto r = Parse({"/tmp", "--name=seq", "--direct=1", "--bs=1000"});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == Code::kInvalidArgument);
+  CHECK(r.status().message() == "job 'seq': `bs` 1000 is not a multiple of 512, which "
+                                "`direct=1` needs");
+  auto v = Parse({"/tmp", "--rw=read", "--verify=crc32c"});
+  REQUIRE_FALSE(v.ok());
+  CHECK_THAT(v.status().message(), Catch::StartsWith("job 'dsbench': verify checks the blocks"));
+  IoJobOptions o;
+  o.time_based = true;
+  CHECK(o.Validate().code() == Code::kInvalidArgument);
+  o.runtime = 1;
+  CHECK(o.Validate().ok());
+}
+
 }  // namespace ds::bench

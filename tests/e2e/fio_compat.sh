@@ -159,7 +159,7 @@ printf '[global]\nsize=1M\n[j]\ndirectory=d\nexitall_on_error\n' > bad.fio
 expect_exit 2 "$DSBENCH" io bad.fio
 expect_err "bad.fio:5: 'exitall_on_error' is not an option"
 expect_exit 2 timeout 10 "$DSBENCH" io d --size=1M --time_based
-expect_err "time_based needs a runtime"
+expect_err "job 'dsbench': --time_based needs --runtime (fio refuses it too), e.g. --runtime=30s"
 expect_exit 2 "$DSBENCH" io d --size=1M --runtime=2parsecs
 expect_err "--runtime=2parsecs"
 expect_exit 2 "$DSBENCH" io no-such.fio
