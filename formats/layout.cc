@@ -11,6 +11,28 @@ using nlohmann::json;
 
 std::string_view FormatName(Format f) { return LayoutFor(f).name; }
 
+Result<std::vector<uint64_t>> PlanShardStarts(uint64_t n, const PartitionedWriter::ShapeFn& shape,
+                                              const ShardRoll& roll) {
+  std::vector<uint64_t> starts{0};
+  std::string key;
+  std::vector<FieldInfo> fields;
+  for (uint64_t s = 0; s < n; s++) {
+    key.clear();
+    fields.clear();
+    shape(s, &key, &fields);
+    DS_ASSIGN_OR_RETURN(bool starts_new, roll(key, fields));
+    if (starts_new) starts.push_back(s);
+  }
+  starts.push_back(n);
+  return starts;
+}
+
+Status PartitionedWriteBug(const std::string& out, const std::string& what) {
+  return Status(
+      Code::kInternal,
+      fmt::format("{}: partitioned write: {} (a bug in dspack; please report it)", out, what));
+}
+
 Result<Format> ParseFormat(std::string_view name) {
   for (const LayoutEntry& e : LayoutTable()) {
     if (name == e.name) return e.format;

@@ -143,6 +143,17 @@ class PartitionedWriter {
   virtual Status CommitParts(const std::vector<std::string>& parts, LayoutSummary* summary) = 0;
 };
 
+// The one shard planner of every PartitionedWriter: asks shape() for each sample in order and
+// the writer's roll rule whether that sample starts a new shard (the rule keeps its own fill; an
+// error stops the plan). Returns PlanShards' starts.
+using ShardRoll =
+    std::function<Result<bool>(const std::string& key, const std::vector<FieldInfo>& fields)>;
+Result<std::vector<uint64_t>> PlanShardStarts(uint64_t n, const PartitionedWriter::ShapeFn& shape,
+                                              const ShardRoll& roll);
+// A broken invariant of a partitioned write (kInternal, exit 2): "OUT: partitioned write: what
+// (a bug in dspack; please report it)".
+Status PartitionedWriteBug(const std::string& out, const std::string& what);
+
 // Creates OUT (if missing, PrepareOutputDir in formats/out_dir.h) and a writer for the layout of
 // `options` (FormatOf), after Validate(options).
 Result<std::unique_ptr<LayoutWriter>> CreateLayoutWriter(const std::string& out,

@@ -37,31 +37,20 @@ native::FileMeta FileFromJson(const json& j) {
 
 }  // namespace
 
-Status ShardedWriter::Broken(const std::string& what) {
-  return Status(
-      Code::kInternal,
-      fmt::format("{}: partitioned write: {} (a bug in dspack; please report it)", out_, what));
-}
+Status ShardedWriter::Broken(const std::string& what) { return PartitionedWriteBug(out_, what); }
 
+// BeginSample's roll rule (RollsBefore over PlannedSize) on the planned shapes.
 Result<std::vector<uint64_t>> ShardedWriter::PlanShards(uint64_t n, const ShapeFn& shape) const {
-  std::vector<uint64_t> starts{0};
   uint64_t fill = 0, samples = 0;  // the shard being planned
-  std::string key;
-  std::vector<FieldInfo> fields;
-  for (uint64_t s = 0; s < n; s++) {
-    key.clear();
-    fields.clear();
-    shape(s, &key, &fields);
-    uint64_t planned = PlannedSize(key, fields);
-    if (RollsBefore(fill, samples, planned)) {
-      starts.push_back(s);
-      fill = samples = 0;
-    }
-    fill += planned;
-    samples++;
-  }
-  starts.push_back(n);
-  return starts;
+  return PlanShardStarts(
+      n, shape, [&](const std::string& key, const std::vector<FieldInfo>& fields) -> Result<bool> {
+        uint64_t planned = PlannedSize(key, fields);
+        bool roll = RollsBefore(fill, samples, planned);
+        if (roll) fill = samples = 0;
+        fill += planned;
+        samples++;
+        return roll;
+      });
 }
 
 Result<std::string> ShardedWriter::BeginJob(const json&) {

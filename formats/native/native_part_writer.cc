@@ -31,34 +31,28 @@ namespace {
 constexpr size_t kShardWords = 6, kEntryWords = 3;
 
 Status Broken(const std::string& out, const std::string& what) {
-  return Status(
-      Code::kInternal,
-      fmt::format("{}: partitioned write: {} (a bug in dspack; please report it)", out, what));
+  return PartitionedWriteBug(out, what);
 }
 
 }  // namespace
 
+// AddRecord's roll rule (ShardIsFull over the aligned records) on the planned shapes.
 Result<std::vector<uint64_t>> DatasetWriter::PlanShards(uint64_t n, const ShapeFn& shape) const {
-  std::vector<uint64_t> starts{0};
   uint64_t size = kShardHeaderSize, records = 0;  // the shard being planned
-  std::string key;
-  std::vector<FieldInfo> fields;
-  for (uint64_t s = 0; s < n; s++) {
-    key.clear();
-    fields.clear();
-    shape(s, &key, &fields);
-    DS_RETURN_IF_ERROR(CheckRecordShape(key, fields));
-    uint64_t len = RecordLength(key, fields);
-    if (ShardIsFull(AlignUp(size, options_.align), records, len, options_.shard_size)) {
-      starts.push_back(s);
-      size = kShardHeaderSize;
-      records = 0;
-    }
-    size = AlignUp(size, options_.align) + len;
-    records++;
-  }
-  starts.push_back(n);
-  return starts;
+  return PlanShardStarts(
+      n, shape,
+      [&](const std::string& key, const std::vector<FieldInfo>& fields) -> Result<bool> {
+        DS_RETURN_IF_ERROR(CheckRecordShape(key, fields));
+        uint64_t len = RecordLength(key, fields);
+        bool roll = ShardIsFull(AlignUp(size, options_.align), records, len, options_.shard_size);
+        if (roll) {
+          size = kShardHeaderSize;
+          records = 0;
+        }
+        size = AlignUp(size, options_.align) + len;
+        records++;
+        return roll;
+      });
 }
 
 Result<std::string> DatasetWriter::BeginJob(const json& run) {

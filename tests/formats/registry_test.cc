@@ -286,3 +286,29 @@ TEST_CASE("OpenAnyReader: a layout, a zip, a tree; never a damaged dataset as a 
   CHECK(gone.status().code() == Code::kNotFound);
   CHECK(gone.status().message().find("y.txt") != std::string::npos);
 }
+
+// The one shard planner: the roll rule sees every sample's shape in order; its starts are
+// PlanShards' answer; an error from the rule stops the plan.
+TEST_CASE("PlanShardStarts: the roll rule decides, an error stops", "[formats]") {
+  auto shape = [](uint64_t s, std::string* key, std::vector<FieldInfo>* fields) {
+    *key = "k" + std::to_string(s);
+    fields->push_back(FieldInfo{"bin", 100 * (s + 1)});
+  };
+  uint64_t fill = 0;
+  auto starts = PlanShardStarts(5, shape, [&](const std::string&, const std::vector<FieldInfo>& f)
+                                              -> Result<bool> {
+    bool roll = fill > 0 && fill + f[0].size > 500;
+    if (roll) fill = 0;
+    fill += f[0].size;
+    return roll;
+  });
+  REQUIRE(starts.ok());
+  CHECK(*starts == std::vector<uint64_t>{0, 2, 3, 4, 5});  // 100+200 | 300 | 400 | 500
+  auto bad = PlanShardStarts(3, shape, [](const std::string& key, const std::vector<FieldInfo>&)
+                                           -> Result<bool> {
+    if (key == "k1") return Status(Code::kBadInput, "k1: too big");
+    return false;
+  });
+  CHECK(bad.status().message() == "k1: too big");
+  CHECK(PartitionedWriteBug("out", "x").code() == Code::kInternal);
+}
