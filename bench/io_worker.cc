@@ -21,6 +21,7 @@
 #include "src/aligned_buffer.h"
 #include "src/fd.h"
 #include "src/io_engine.h"
+#include "src/page_cache.h"
 #include "src/random.h"
 #include "src/system_probe.h"
 
@@ -157,7 +158,7 @@ Status RunClone(const IoJobOptions& o, std::span<const std::string> paths, unsig
   std::vector<int> fds;
   for (const auto& p : paths) {
     DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenTestFile(o, p));
-    if (o.invalidate) ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+    if (o.invalidate) EvictPages(fd.get());
     fds.push_back(fd.get());
     files.push_back({p, std::move(fd), IoPattern(sizes, o.distribution, o.size, IsRandom(o.rw)),
                      verify ? WrittenBlocks(o.size, o.bs) : WrittenBlocks()});
@@ -443,7 +444,7 @@ Status RunClone(const IoJobOptions& o, std::span<const std::string> paths, unsig
   for (const auto& f : files) {
     if (!o.direct) {
       if (::fsync(f.fd.get()) != 0) return Status::FromErrno(errno, f.path + ": fsync");
-      ::posix_fadvise(f.fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+      EvictPages(f.fd.get());
     }
     VerifyResult vr;
     Status s =

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <fstream>
 #include <mutex>
 #include <thread>
 
@@ -18,6 +17,7 @@
 #include "formats/shard_assignment.h"
 #include "src/human.h"
 #include "src/ordered_workers.h"
+#include "src/page_cache.h"
 #include "src/progress.h"
 #include "src/random.h"
 
@@ -35,15 +35,6 @@ double CpuNow() {
   ::getrusage(RUSAGE_SELF, &ru);
   return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
          (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
-}
-
-// drop_caches needs root (and a writable /proc/sys): false when refused.
-bool DropCaches() {
-  ::sync();
-  std::ofstream f("/proc/sys/vm/drop_caches");
-  f << "3\n";
-  f.flush();
-  return static_cast<bool>(f);
 }
 
 constexpr size_t kMaxListedErrors = 5;
@@ -111,7 +102,7 @@ void DescribeDataset(const ReplaySource& src, double compute_time, ReplayResult*
 // o->dataset itself). Falls back from drop_caches to fadvise with a note when not root.
 Status MakeCold(ReplayOptions* o, const std::string& path, ReplaySource* src, ReplayResult* res) {
   src->Close();
-  if (o->drop_caches && !DropCaches()) {
+  if (o->drop_caches && !DropAllCaches()) {
     o->drop_caches = false;
     res->notes.push_back(
         "cannot drop caches (writing /proc/sys/vm/drop_caches needs root): evicting the "

@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -14,6 +13,7 @@
 #include "formats/sources/zip.h"
 #include "src/fd.h"
 #include "src/progress.h"
+#include "src/storage.h"
 
 namespace ds::bench {
 
@@ -119,41 +119,25 @@ Status ForEachFile(const std::vector<std::string>& files,
 Status ReplaySource::Evict(const std::vector<std::string>& files, bool progress) {
   Progress bar(progress, "files evicted", files.size());
   std::atomic<uint64_t> done{0};
+  Storage& storage = *LocalStorage();
   return ForEachFile(files, [&](const std::string& f) -> Status {
     bar.Update(done.fetch_add(1, std::memory_order_relaxed) + 1, 0);
-    auto opened = OpenFile(f, O_RDONLY);
+    Status s = storage.EvictCache(f);
     // A file that vanished holds no cache to evict; reading its sample reports it (on_error).
-    if (!opened.ok() && opened.status().code() == Code::kNotFound) return Status::Ok();
-    DS_ASSIGN_OR_RETURN(OwnedFd fd, std::move(opened));
-    // Dirty or under-writeback pages survive DONTNEED: write them back first (free when clean).
-    ::fdatasync(fd.get());
-    ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
-    return Status::Ok();
+    return s.code() == Code::kNotFound ? Status::Ok() : s;
   });
 }
 
 Result<double> ReplaySource::Residency() const {
-  static const long kPage = ::sysconf(_SC_PAGESIZE);
   std::atomic<uint64_t> pages{0}, resident{0};
+  Storage& storage = *LocalStorage();
   DS_RETURN_IF_ERROR(ForEachFile(files_, [&](const std::string& f) -> Status {
-    auto opened = OpenFile(f, O_RDONLY);
+    auto r = storage.CachedPages(f);
     // A file that vanished is not in the cache; reading its sample reports it (on_error).
-    if (!opened.ok() && opened.status().code() == Code::kNotFound) return Status::Ok();
-    DS_ASSIGN_OR_RETURN(OwnedFd fd, std::move(opened));
-    DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), f));
-    if (size == 0) return Status::Ok();
-    void* p = ::mmap(nullptr, size, PROT_READ, MAP_SHARED, fd.get(), 0);
-    if (p == MAP_FAILED) return Status::FromErrno(errno, "mmap " + f);
-    uint64_t n = (size + kPage - 1) / kPage;
-    std::vector<unsigned char> vec(n);
-    int rc = ::mincore(p, size, vec.data());
-    int err = errno;
-    ::munmap(p, size);
-    if (rc != 0) return Status::FromErrno(err, "mincore " + f);
-    uint64_t in = 0;
-    for (unsigned char v : vec) in += v & 1;
-    pages += n;
-    resident += in;
+    if (!r.ok() && r.status().code() == Code::kNotFound) return Status::Ok();
+    DS_RETURN_IF_ERROR(r.status());
+    pages += r->pages;
+    resident += r->resident;
     return Status::Ok();
   }));
   return pages ? static_cast<double>(resident) / pages : 0.0;

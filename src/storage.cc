@@ -26,6 +26,16 @@ Status RandomAccessFile::ReadAt(uint64_t offset, void* buf, size_t n) {
   return Status::Ok();
 }
 
+Status Storage::EvictCache(const std::string& path) {
+  return Status(Code::kUnsupported,
+                fmt::format("{}: {} storage has no page cache here", path, scheme()));
+}
+
+Result<PageResidency> Storage::CachedPages(const std::string& path) {
+  return Status(Code::kUnsupported,
+                fmt::format("{}: {} storage has no page cache here", path, scheme()));
+}
+
 Result<StorageUri> ParseStorageUri(std::string_view uri) {
   StorageUri out;
   auto sep = uri.find("://");

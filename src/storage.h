@@ -22,6 +22,8 @@
 //     memory-mapped, whether rename is atomic, whether a page cache can be controlled, how many
 //     reads may be in flight, whether locks exclude writers.
 //   - LockWriter: one writer per directory while the lock lives (local: flock, dir_lock.h).
+//   - EvictCache / CachedPages: the local page cache (src/page_cache.h); a backend without one
+//     refuses them (kUnsupported), so a "cold" run over it is cold by construction.
 // Thread-safety: a Storage is safe to share between threads; a WritableFile is not.
 #pragma once
 
@@ -35,6 +37,7 @@
 #include <string_view>
 #include <vector>
 
+#include "src/page_cache.h"
 #include "src/status.h"
 
 namespace ds {
@@ -112,6 +115,12 @@ class Storage {
   // *warning says so when the backend cannot lock here and the run goes on unlocked.
   virtual Result<std::unique_ptr<StorageLock>> LockWriter(const std::string& dir,
                                                           std::string* warning) = 0;
+
+  // The page cache (src/page_cache.h), where caps().page_cache: EvictCache drops what it holds
+  // of path (dirty pages written back first), CachedPages says how much of path it holds.
+  // Elsewhere kUnsupported: "PATH: SCHEME storage has no page cache here".
+  virtual Status EvictCache(const std::string& path);
+  virtual Result<PageResidency> CachedPages(const std::string& path);
 };
 
 // "scheme://authority/path": scheme "file" for a plain path. file:// takes no authority.

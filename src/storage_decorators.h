@@ -76,6 +76,11 @@ class StorageDecorator : public Storage {
   Status Rename(const std::string& from, const std::string& to) override;
   Result<std::unique_ptr<StorageLock>> LockWriter(const std::string& dir,
                                                   std::string* warning) override;
+  // Forwarded as they are: cache control, not dataset IO, so neither counted nor faulted.
+  Status EvictCache(const std::string& path) override { return base_->EvictCache(path); }
+  Result<PageResidency> CachedPages(const std::string& path) override {
+    return base_->CachedPages(path);
+  }
 
  protected:
   // `what` names the operand as an error message would start ("PATH: stat").

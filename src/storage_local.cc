@@ -247,6 +247,18 @@ class Local final : public Storage {
     DS_ASSIGN_OR_RETURN(OwnedFd fd, LockDirectory(dir, warning));
     return std::unique_ptr<StorageLock>(new LocalLock(std::move(fd)));
   }
+
+  Status EvictCache(const std::string& path) override {
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_RDONLY));
+    EvictPages(fd.get(), 0, 0, /*writeback=*/true);
+    return Status::Ok();
+  }
+
+  Result<PageResidency> CachedPages(const std::string& path) override {
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_RDONLY));
+    DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), path));
+    return ResidentPages(fd.get(), size, path);
+  }
 };
 
 }  // namespace

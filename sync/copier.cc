@@ -14,6 +14,7 @@
 #include "src/aligned_buffer.h"
 #include "src/checksum.h"
 #include "src/fd.h"
+#include "src/page_cache.h"
 #include "src/io_engine.h"
 #include "sync/committer.h"
 
@@ -197,8 +198,7 @@ class Engine {
     Status st = CopyPieces(s, off, len, io, h, whole);
     io->Drain();
     if (st.ok()) {
-      ::posix_fadvise(s->src.get(), static_cast<off_t>(off), static_cast<off_t>(len),
-                      POSIX_FADV_DONTNEED);
+      EvictPages(s->src.get(), off, len);
     }
     return st;
   }

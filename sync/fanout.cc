@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "src/fd.h"
+#include "src/page_cache.h"
 #include "sync/committer.h"
 
 namespace ds::sync {
@@ -59,8 +60,7 @@ class Reader {
       return "V" + Verdict();
     }
     XXH3_64bits_update(hash_, piece.data() + 1, n);
-    ::posix_fadvise(fd_.get(), static_cast<off_t>(off_), static_cast<off_t>(n),
-                    POSIX_FADV_DONTNEED);
+    EvictPages(fd_.get(), off_, n);
     off_ += n;
     return piece;
   }

@@ -4,7 +4,9 @@
 // previous file intact.
 #include "src/storage.h"
 
+#include <linux/magic.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 
 #include <catch2/catch.hpp>
 #include <cerrno>
@@ -253,4 +255,69 @@ TEST_CASE("FaultStorage: a crash before Commit keeps the previous file", "[core]
   w->reset();
   CHECK(*ds::ReadAll(*ds::LocalStorage(), path) == "previous");
   CHECK(EntriesIn(t.path()) == 1);
+}
+
+// Page-cache control through the storage interface (src/page_cache.h): the local backend counts
+// and drops a file's cached pages; a backend without a page cache says so.
+TEST_CASE("LocalStorage: CachedPages and EvictCache", "[core]") {
+  TempDir t;
+  auto s = ds::LocalStorage();
+  std::string path = t.path() + "/f";
+  REQUIRE(ds::WriteAll(*s, path, std::string(10 * 4096 + 1, 'p')).ok());
+  REQUIRE(ds::ReadAll(*s, path).ok());
+  auto before = s->CachedPages(path);
+  REQUIRE(before.ok());
+  CHECK(before->pages == 11);
+  CHECK(before->resident <= 11);
+  REQUIRE(s->EvictCache(path).ok());
+  auto after = s->CachedPages(path);
+  REQUIRE(after.ok());
+  struct statfs fs;
+  // tmpfs keeps its pages whatever the advice; a disk file system drops them.
+  if (::statfs(t.path().c_str(), &fs) == 0 && fs.f_type != TMPFS_MAGIC) CHECK(after->resident == 0);
+  CHECK(s->EvictCache(t.path() + "/none").code() == Code::kNotFound);
+  CHECK(s->CachedPages(t.path() + "/none").status().code() == Code::kNotFound);
+  // Decorators forward it: cache control is not dataset IO.
+  ds::FaultStorage fault(s);
+  fault.Crash();
+  CHECK(fault.EvictCache(path).ok());
+}
+
+namespace {
+
+// A backend with no page cache: only what the test calls is real.
+class NoCacheStorage final : public ds::Storage {
+ public:
+  std::string_view scheme() const override { return "nocache"; }
+  ds::StorageCaps caps() const override { return {}; }
+  ds::Result<std::unique_ptr<ds::RandomAccessFile>> OpenRead(const std::string&) override {
+    return Unsupported();
+  }
+  ds::Result<std::unique_ptr<ds::WritableFile>> Create(const std::string&) override {
+    return Unsupported();
+  }
+  ds::Result<ds::FileInfo> Stat(const std::string&, bool) override { return Unsupported(); }
+  ds::Result<std::vector<ds::DirEntry>> List(const std::string&) override { return Unsupported(); }
+  ds::Status MakeDirs(const std::string&) override { return Unsupported(); }
+  ds::Status Remove(const std::string&) override { return Unsupported(); }
+  ds::Status Rename(const std::string&, const std::string&) override { return Unsupported(); }
+  ds::Result<std::unique_ptr<ds::StorageLock>> LockWriter(const std::string&,
+                                                          std::string*) override {
+    return Unsupported();
+  }
+
+ private:
+  static ds::Status Unsupported() { return ds::Status(Code::kUnsupported, "not in this test"); }
+};
+
+}  // namespace
+
+TEST_CASE("Storage: a backend without a page cache refuses cache control", "[core]") {
+  NoCacheStorage s;
+  CHECK(s.EvictCache("x/shard-0.tar").message() == "x/shard-0.tar: nocache storage has no page "
+                                                   "cache here");
+  CHECK(s.CachedPages("x").status().code() == Code::kUnsupported);
+  CHECK(ds::RequireMmap(s, "nocache://h/x", "LMDB needs a local file: liblmdb maps it").message() ==
+        "nocache://h/x: LMDB needs a local file: liblmdb maps it; stage it with dssync or read it "
+        "through a mount");
 }
