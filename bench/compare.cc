@@ -208,14 +208,13 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
           if (o.ranks) DS_RETURN_IF_ERROR(GatherRun(*o.ranks, &run));
           res->samples = run.result.dataset_samples;
           SummarizeRun(&run);
-          say(
-              fmt::format("{:<6} {:<4} {:<9} workers {:<3} {:>8} samples/s {:>11} {:>8} opens/s  "
-                          "p99 {}{}",
-                          storage, Name(cache), b.layout, run.workers,
-                          FormatCount(run.samples_per_sec),
-                          FormatRate(run.bytes_per_sec), FormatCount(run.opens_per_sec),
-                          FormatDuration(run.sample_lat.Percentile(99) / 1e9),
-                          run.au ? fmt::format("  AU {:.1f}%", *run.au * 100) : ""));
+          say(fmt::format(
+              "{:<6} {:<4} {:<9} workers {:<3} {:>8} samples/s {:>11} {:>8} opens/s  "
+              "p99 {}{}",
+              storage, Name(cache), b.layout, run.workers, FormatCount(run.samples_per_sec),
+              FormatRate(run.bytes_per_sec), FormatCount(run.opens_per_sec),
+              FormatDuration(run.sample_lat.Percentile(99) / 1e9),
+              run.au ? fmt::format("  AU {:.1f}%", *run.au * 100) : ""));
           if (o.job.loader == Loader::kTorch && !StopRequested()) {
             DS_RETURN_IF_ERROR(RunTorchTwin(ro, &run).Prefixed(b.layout));
             say(fmt::format(

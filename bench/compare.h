@@ -63,8 +63,8 @@ struct CompareOptions {
   bool local = true;                    // replay on local storage
   std::optional<SlowfsOptions> slowfs;  // and/or through the slow file system
   bool label_from_dir = false;
-  bool zip_deflate = true;  // zip members deflated (as `zip -r` does), or stored
-  bool rebuild = false;     // rebuild layouts already in WORK_DIR
+  bool zip_deflate = true;            // zip members deflated (as `zip -r` does), or stored
+  bool rebuild = false;               // rebuild layouts already in WORK_DIR
   std::optional<CompareRanks> ranks;  // under mpirun (null: a plain run)
   // How every layout is read; unset: "natural", each layout as its loaders read it (map for dir,
   // zip and lmdb; stream for the shard layouts). job.mode is not used.
@@ -75,7 +75,7 @@ struct CompareOptions {
 
 struct CompareRun {
   std::string layout;
-  std::string storage;    // local | slowfs
+  std::string storage;  // local | slowfs
   CacheState cache = CacheState::kCold;
   int workers = 0;        // as asked (result.workers: as run, fewer when batches are fewer)
   ReplayOptions options;  // as run

@@ -234,8 +234,8 @@ void RankAndRecommend(const CompareOptions& o, CompareResult* res) {
   for (const auto& s : res->runs) {
     if (s.storage != "slowfs" || s.cache != CacheState::kWarm || s.workers != w) continue;
     for (const auto& l : res->runs) {
-      if (l.storage == "local" && l.cache == CacheState::kWarm && l.layout == s.layout && l.workers == w &&
-          s.score_min > l.score_max * 1.05) {
+      if (l.storage == "local" && l.cache == CacheState::kWarm && l.layout == s.layout &&
+          l.workers == w && s.score_min > l.score_max * 1.05) {
         res->recommendation += fmt::format(
             "\n  implausible: {} warm through slowfs ({}/s) beat local disk warm ({}/s) beyond "
             "the noise; rerun before trusting these figures",
@@ -327,8 +327,10 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
                          {"epochs_measured", run->epochs_measured},
                          {"vs_baseline", opt(run->vs_baseline)}});
       }
-      ranking.push_back(
-          {{"storage", storage}, {"cache", Name(cache)}, {"baseline", r.baseline}, {"order", order}});
+      ranking.push_back({{"storage", storage},
+                         {"cache", Name(cache)},
+                         {"baseline", r.baseline},
+                         {"order", order}});
       if (o.workers.size() < 2) continue;
       for (const auto& layout : o.layouts) {
         std::vector<const CompareRun*> pts;
@@ -442,8 +444,8 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
                      "layout", "workers", "model s/s", "DataLoader s/s", "ratio");
     for (const auto& run : r.runs) {
       if (!run.torch) continue;
-      t += fmt::format("  {:<6} {:<5} {:<9} {:>7} {:>14} {:>14} {:>8}\n", run.storage, Name(run.cache),
-                       run.layout, run.workers, FormatCount(run.samples_per_sec),
+      t += fmt::format("  {:<6} {:<5} {:<9} {:>7} {:>14} {:>14} {:>8}\n", run.storage,
+                       Name(run.cache), run.layout, run.workers, FormatCount(run.samples_per_sec),
                        FormatCount(run.torch_samples_per_sec),
                        run.model_vs_torch ? fmt::format("{:.2f}x", *run.model_vs_torch) : "-");
     }
@@ -455,8 +457,8 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
   if (r.ranks > 1) {
     t += "\nstragglers (each run's last epoch):\n";
     for (const auto& run : r.runs) {
-      t += fmt::format("  {:<6} {:<4} {:<9} workers {:<3} {}\n", run.storage, Name(run.cache), run.layout,
-                       run.workers, StragglerText(run));
+      t += fmt::format("  {:<6} {:<4} {:<9} workers {:<3} {}\n", run.storage, Name(run.cache),
+                       run.layout, run.workers, StragglerText(run));
     }
   }
   t += "\nrecommendation: " + r.recommendation + "\n";

@@ -355,8 +355,8 @@ const Option* Find(std::string_view key) {
 }  // namespace
 
 bool IsFioOption(std::string_view name) {
-  return Find(name) != nullptr || std::find(std::begin(kCliOnly), std::end(kCliOnly), name) !=
-                                      std::end(kCliOnly);
+  return Find(name) != nullptr ||
+         std::find(std::begin(kCliOnly), std::end(kCliOnly), name) != std::end(kCliOnly);
 }
 
 namespace {

@@ -430,8 +430,8 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
 std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
   std::string t = fmt::format(
       "replay {} ({}: {} samples, {}), loader={}, mode={}, workers={}, batch={}\n", o.dataset,
-      r.kind, r.dataset_samples, FormatBytes(r.dataset_bytes),
-      Name(r.loader.value_or(o.loader)), Name(o.mode), r.workers ? r.workers : o.workers, o.batch);
+      r.kind, r.dataset_samples, FormatBytes(r.dataset_bytes), Name(r.loader.value_or(o.loader)),
+      Name(o.mode), r.workers ? r.workers : o.workers, o.batch);
   for (const auto& note : r.notes) t += "note: " + note + "\n";
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   for (const auto& e : r.epochs) {

@@ -61,11 +61,11 @@ struct ReplayOptions {
   int epochs = 2;
   CacheState cache = CacheState::kCold;
   bool drop_caches = false;  // cold via /proc/sys/vm/drop_caches (root) instead of fadvise
-  double compute_time = 0;     // seconds per batch (0: no accelerator, read as fast as possible)
+  double compute_time = 0;   // seconds per batch (0: no accelerator, read as fast as possible)
   int gpus = 1;
-  double step_time = 0;           // seconds per step per GPU: sets compute_time and the rate
-  double samples_per_sec = 0;     // or the required rate directly
-  uint64_t max_samples = 0;       // per epoch (0: all)
+  double step_time = 0;        // seconds per step per GPU: sets compute_time and the rate
+  double samples_per_sec = 0;  // or the required rate directly
+  uint64_t max_samples = 0;    // per epoch (0: all)
   OnError on_error = OnError::kStop;
   // model: the C++ threads above; torch: a real torch DataLoader running the same job in a Python
   // subprocess (bench/torch_loader.h), measured the same way.
@@ -121,7 +121,7 @@ struct EpochResult {
 constexpr double kAuBar = 0.9;
 
 struct ReplayResult {
-  std::string kind;  // "tree" or the layout
+  std::string kind;              // "tree" or the layout
   std::optional<Loader> loader;  // as run (unset: the run did not start)
   uint64_t dataset_samples = 0;
   uint64_t dataset_bytes = 0;

@@ -228,15 +228,15 @@ nlohmann::json ClusterReplayJson(const ReplayOptions& o, const ClusterReplay& c)
   return {{"world", c.ranks.size()},
           {"mode", Name(o.mode)},
           {"split", o.mode == ReplayMode::kMap ? "every world-th sample of the epoch's permutation"
-                                    : "shard i to rank i % world"},
+                                               : "shard i to rank i % world"},
           {"epochs", epochs},
           {"starves", c.starves()}};
 }
 
 std::string ClusterReplayText(const ReplayOptions& o, const ClusterReplay& c) {
-  std::string s =
-      fmt::format("{} ranks, one training job ({}: {})\n", c.ranks.size(), Name(o.mode),
-                  o.mode == ReplayMode::kMap ? "each rank every world-th sample of the epoch's permutation"
+  std::string s = fmt::format("{} ranks, one training job ({}: {})\n", c.ranks.size(), Name(o.mode),
+                              o.mode == ReplayMode::kMap
+                                  ? "each rank every world-th sample of the epoch's permutation"
                                   : "shard i to rank i % world");
   for (size_t e = 0; e < c.epochs.size(); e++) {
     const ClusterEpoch& ce = c.epochs[e];

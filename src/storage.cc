@@ -41,8 +41,8 @@ Result<StorageUri> ParseStorageUri(std::string_view uri) {
   auto sep = uri.find("://");
   // A scheme is letters, digits, '+', '-', '.' starting with a letter (RFC 3986); anything else
   // before "://" (a path such as "./a://b") is a plain local path.
-  bool scheme_ok = sep != std::string_view::npos && sep > 0 &&
-                   std::isalpha(static_cast<unsigned char>(uri[0]));
+  bool scheme_ok =
+      sep != std::string_view::npos && sep > 0 && std::isalpha(static_cast<unsigned char>(uri[0]));
   for (size_t i = 0; scheme_ok && i < sep; ++i) {
     char c = uri[i];
     scheme_ok = std::isalnum(static_cast<unsigned char>(c)) || c == '+' || c == '-' || c == '.';

@@ -57,11 +57,11 @@ struct DirEntry {
 };
 
 struct StorageCaps {
-  bool mmap = false;           // files can be memory-mapped (liblmdb, the native global index)
-  bool atomic_rename = false;  // Rename and Commit replace the target atomically
-  bool page_cache = false;     // a local page cache that can be dropped and queried
+  bool mmap = false;            // files can be memory-mapped (liblmdb, the native global index)
+  bool atomic_rename = false;   // Rename and Commit replace the target atomically
+  bool page_cache = false;      // a local page cache that can be dropped and queried
   bool exclusive_lock = false;  // LockWriter excludes writers on other clients too
-  unsigned max_inflight = 1;   // reads worth keeping in flight at once
+  unsigned max_inflight = 1;    // reads worth keeping in flight at once
 };
 
 class RandomAccessFile {

@@ -11,7 +11,7 @@ namespace ds {
 
 std::string_view StorageOpName(StorageOp op) {
   static constexpr std::array<std::string_view, kStorageOpCount> kNames = {
-      "open", "stat", "list", "read", "create", "write",
+      "open", "stat",   "list",  "read",   "create", "write",
       "sync", "commit", "mkdir", "remove", "rename", "lock"};
   return kNames[static_cast<size_t>(op)];
 }
@@ -75,7 +75,7 @@ Status StorageDecorator::Rename(const std::string& from, const std::string& to) 
 }
 
 Result<std::unique_ptr<StorageLock>> StorageDecorator::LockWriter(const std::string& dir,
-                                                                 std::string* warning) {
+                                                                  std::string* warning) {
   DS_RETURN_IF_ERROR(Before(StorageOp::kLock, dir + ": lock"));
   return base_->LockWriter(dir, warning);
 }
@@ -193,8 +193,8 @@ class FaultWritable final : public WritableFile {
   const std::string& name() const override { return base_->name(); }
   uint64_t size() const override { return base_->size() + pending_.size(); }
   Status Append(std::string_view data) override {
-    DS_RETURN_IF_ERROR(owner_->Check(
-        StorageOp::kWrite, fmt::format("{}: write at offset {}", name(), size())));
+    DS_RETURN_IF_ERROR(
+        owner_->Check(StorageOp::kWrite, fmt::format("{}: write at offset {}", name(), size())));
     pending_.append(data);
     if (pending_.size() >= kFaultWriteBack) return WriteBack();
     return Status::Ok();
@@ -242,9 +242,9 @@ Status FaultStorage::Check(StorageOp op, const std::string& what) {
   int err = armed_[i].err;
   armed_[i] = Armed{};
   Code code = err == ENOSPC ? Code::kNoSpace : Code::kIOError;
-  return Status(code, fmt::format("{}: {} (injected {} #{})", what, std::strerror(err),
-                                  StorageOpName(op), n),
-                err);
+  return Status(
+      code, fmt::format("{}: {} (injected {} #{})", what, std::strerror(err), StorageOpName(op), n),
+      err);
 }
 
 std::unique_ptr<RandomAccessFile> FaultStorage::WrapRead(std::unique_ptr<RandomAccessFile> f) {

@@ -14,8 +14,8 @@
 #include "src/aligned_buffer.h"
 #include "src/checksum.h"
 #include "src/fd.h"
-#include "src/page_cache.h"
 #include "src/io_engine.h"
+#include "src/page_cache.h"
 #include "sync/committer.h"
 
 namespace ds::sync {
@@ -212,8 +212,13 @@ class Engine {
     };
     auto start = [&](uint64_t p) -> Status {
       IoRequest& r = req[p % 2];
-      r = IoRequest{IoRequest::Op::kRead, s->src.get(), io->buf[p % 2].data(), piece_len(p),
-                    off + p * kBufferSize, 0, &r};
+      r = IoRequest{IoRequest::Op::kRead,
+                    s->src.get(),
+                    io->buf[p % 2].data(),
+                    piece_len(p),
+                    off + p * kBufferSize,
+                    0,
+                    &r};
       DS_RETURN_IF_ERROR(io->engine->Queue(&r));
       return io->engine->Submit().status();
     };
@@ -229,7 +234,8 @@ class Engine {
       const size_t n = piece_len(p);
       const uint64_t at = off + p * kBufferSize;
       char* buf = io->buf[p % 2].data();
-      if (r.result < 0) return ErrnoStatus(r.result, fmt::format("{}: read at offset {}", s->f->rel, at));
+      if (r.result < 0)
+        return ErrnoStatus(r.result, fmt::format("{}: read at offset {}", s->f->rel, at));
       auto got = static_cast<size_t>(r.result);
       if (got < n) {  // a short read: the rest directly (EOF here means the file shrank)
         Status rest = ReadFullAt(s->src.get(), buf + got, n - got, at + got, s->f->rel);

@@ -1,6 +1,5 @@
 #include "sync/plan.h"
 
-#include <dirent.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
 
@@ -73,8 +72,8 @@ struct Walker {
     if (st->type == FileType::kDirectory) {
       plan->warnings.push_back(rel + ": symlink to a directory, skipped");
     } else if (st->type != FileType::kRegular) {
-      plan->errors.push_back(Status(Code::kBadInput, fmt::format("{}: unreadable: symlink to {}",
-                                                                 rel, TypeName(st->type))));
+      plan->errors.push_back(Status(
+          Code::kBadInput, fmt::format("{}: unreadable: symlink to {}", rel, TypeName(st->type))));
     } else if (inside || options.follow_symlinks) {
       Add(rel, ec ? path : target, *st);
     } else {
@@ -124,9 +123,9 @@ struct Walker {
               Add(rel, root + "/" + rel, e.info);
               break;
             default:
-              plan->errors.push_back(Status(Code::kBadInput,
-                                            fmt::format("{}: unreadable: {} (not staged)", rel,
-                                                        TypeName(e.info.type))));
+              plan->errors.push_back(Status(
+                  Code::kBadInput,
+                  fmt::format("{}: unreadable: {} (not staged)", rel, TypeName(e.info.type))));
           }
         }
       }

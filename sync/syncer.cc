@@ -221,7 +221,8 @@ Result<SyncReport> Sync(const SyncOptions& o) {
     DS_ASSIGN_OR_RETURN(r.rank,
                         ResolveRank(o.rank, o.world, [](const char* n) { return std::getenv(n); }));
   }
-  DS_ASSIGN_OR_RETURN(Plan plan, BuildPlan(o.src, PlanOptions{o.follow_symlinks, o.threads, nullptr}));
+  DS_ASSIGN_OR_RETURN(Plan plan,
+                      BuildPlan(o.src, PlanOptions{o.follow_symlinks, o.threads, nullptr}));
   r.manifest = plan.manifest;
   r.errors = plan.errors;
   if (o.warn) {

@@ -40,8 +40,7 @@ Status Broken(const std::string& out, const std::string& what) {
 Result<std::vector<uint64_t>> DatasetWriter::PlanShards(uint64_t n, const ShapeFn& shape) const {
   uint64_t size = kShardHeaderSize, records = 0;  // the shard being planned
   return PlanShardStarts(
-      n, shape,
-      [&](const std::string& key, const std::vector<FieldInfo>& fields) -> Result<bool> {
+      n, shape, [&](const std::string& key, const std::vector<FieldInfo>& fields) -> Result<bool> {
         DS_RETURN_IF_ERROR(CheckRecordShape(key, fields));
         uint64_t len = RecordLength(key, fields);
         bool roll = ShardIsFull(AlignUp(size, options_.align), records, len, options_.shard_size);

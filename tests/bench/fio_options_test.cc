@@ -285,8 +285,9 @@ TEST_CASE("fio options: a built job is validated, its name in the error", "[benc
   auto r = Parse({"/tmp", "--name=seq", "--direct=1", "--bs=1000"});
   REQUIRE_FALSE(r.ok());
   CHECK(r.status().code() == Code::kInvalidArgument);
-  CHECK(r.status().message() == "job 'seq': `bs` 1000 is not a multiple of 512, which "
-                                "`direct=1` needs");
+  CHECK(r.status().message() ==
+        "job 'seq': `bs` 1000 is not a multiple of 512, which "
+        "`direct=1` needs");
   auto v = Parse({"/tmp", "--rw=read", "--verify=crc32c"});
   REQUIRE_FALSE(v.ok());
   CHECK_THAT(v.status().message(), Catch::StartsWith("job 'dsbench': verify checks the blocks"));

@@ -211,13 +211,12 @@ TEST_CASE("RunReplay: bad options, idle workers trimmed, a corrupt sample stops 
   REQUIRE(Synthesize({"tiny-files", dir / "tree", 6, 3, 1}, &rep).ok());
   ReplayOptions o = Options(dir / "tree");
   ReplayResult r;
-  for (auto bad :
-       {+[](ReplayOptions& x) { x.workers = 0; }, +[](ReplayOptions& x) { x.batch = 0; },
-        +[](ReplayOptions& x) { x.epochs = 0; },
-        +[](ReplayOptions& x) {
-          x.loader = ds::bench::Loader::kTorch;
-          x.on_error = ds::bench::OnError::kSkip;
-        }}) {
+  for (auto bad : {+[](ReplayOptions& x) { x.workers = 0; }, +[](ReplayOptions& x) { x.batch = 0; },
+                   +[](ReplayOptions& x) { x.epochs = 0; },
+                   +[](ReplayOptions& x) {
+                     x.loader = ds::bench::Loader::kTorch;
+                     x.on_error = ds::bench::OnError::kSkip;
+                   }}) {
     ReplayOptions b = o;
     bad(b);
     CHECK(RunReplay(b, &r).code() == Code::kInvalidArgument);
@@ -308,7 +307,8 @@ TEST_CASE("replay choices: one word each way; a wrong one names the field", "[be
   REQUIRE_FALSE(bad.ok());
   CHECK(bad.status().code() == Code::kInvalidArgument);
   CHECK(bad.status().message() == "`mode`: map or stream (not 'random')");
-  CHECK(ds::bench::ParseCacheState("hot").status().message() == "`cache`: cold or warm (not 'hot')");
+  CHECK(ds::bench::ParseCacheState("hot").status().message() ==
+        "`cache`: cold or warm (not 'hot')");
   CHECK(ds::bench::ParseOnError("retry").status().message() ==
         "`on_error`: stop or skip (not 'retry')");
 }

@@ -295,20 +295,20 @@ TEST_CASE("PlanShardStarts: the roll rule decides, an error stops", "[formats]")
     fields->push_back(FieldInfo{"bin", 100 * (s + 1)});
   };
   uint64_t fill = 0;
-  auto starts = PlanShardStarts(5, shape, [&](const std::string&, const std::vector<FieldInfo>& f)
-                                              -> Result<bool> {
-    bool roll = fill > 0 && fill + f[0].size > 500;
-    if (roll) fill = 0;
-    fill += f[0].size;
-    return roll;
-  });
+  auto starts = PlanShardStarts(
+      5, shape, [&](const std::string&, const std::vector<FieldInfo>& f) -> Result<bool> {
+        bool roll = fill > 0 && fill + f[0].size > 500;
+        if (roll) fill = 0;
+        fill += f[0].size;
+        return roll;
+      });
   REQUIRE(starts.ok());
   CHECK(*starts == std::vector<uint64_t>{0, 2, 3, 4, 5});  // 100+200 | 300 | 400 | 500
-  auto bad = PlanShardStarts(3, shape, [](const std::string& key, const std::vector<FieldInfo>&)
-                                           -> Result<bool> {
-    if (key == "k1") return Status(Code::kBadInput, "k1: too big");
-    return false;
-  });
+  auto bad = PlanShardStarts(
+      3, shape, [](const std::string& key, const std::vector<FieldInfo>&) -> Result<bool> {
+        if (key == "k1") return Status(Code::kBadInput, "k1: too big");
+        return false;
+      });
   CHECK(bad.status().message() == "k1: too big");
   CHECK(PartitionedWriteBug("out", "x").code() == Code::kInternal);
 }

@@ -1,5 +1,5 @@
-// The --max-bytes prefix (the rank assignment is formats/shard_assignment.h's, tested there) and the rank/world
-// environment fallbacks of dssync (docs/dssync.md, "Which shards a rank stages").
+// The --max-bytes prefix (the rank assignment is formats/shard_assignment.h's, tested there) and
+// the rank/world environment fallbacks of dssync (docs/dssync.md, "Which shards a rank stages").
 #include "sync/plan.h"
 
 #include <fmt/format.h>
@@ -95,8 +95,7 @@ TEST_CASE("BuildPlan: a directory that cannot be listed is an entry error", "[sy
   REQUIRE(plan.ok());
   REQUIRE(plan->errors.size() == 1);
   CHECK(plan->errors[0].code() == ds::Code::kBadInput);
-  CHECK(plan->errors[0].message() ==
-        t.path() + "/a: list: Input/output error (injected list #2)");
+  CHECK(plan->errors[0].message() == t.path() + "/a: list: Input/output error (injected list #2)");
   REQUIRE(plan->shards.size() == 1);
   CHECK(plan->shards[0].rel == "b/two.bin");
 
