@@ -67,7 +67,7 @@ Status LayoutReader::ReadBatch(std::span<const uint64_t> indices, const BatchRea
   st = {};
   const unsigned k = std::max(1u, o.inflight);
   if (indices.empty()) return Status::Ok();
-  if (has_extents() && o.allow_io_uring) {
+  if (has_extents() && o.allow_io_uring && storage_->caps().local_fd) {
     thread_local CachedEngine cached;
     auto engine = ThreadEngine(cached, k);
     if (engine.ok()) {
@@ -96,7 +96,7 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, std::span<const uint64_t>
   auto queue = [&](Slot* s) -> Status {
     const SampleExtent& e = extents[s - slots.data()];
     s->req = IoRequest{IoRequest::Op::kRead,
-                       e.fd,
+                       e.file->fd(),
                        s->buf.get() + s->done,
                        e.length - s->done,
                        e.offset + s->done,

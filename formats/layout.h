@@ -37,6 +37,7 @@
 #include "formats/sample.h"
 #include "formats/schema.h"
 #include "src/status.h"
+#include "src/storage.h"
 
 namespace ds {
 
@@ -232,6 +233,8 @@ class LayoutReader {
     return f ? FormatName(*f) : std::string_view("unknown");
   }
   const std::string& path() const { return path_; }
+  // Where the dataset's bytes live (src/storage.h): every file the reader opens, it opens here.
+  Storage& storage() const { return *storage_; }
   virtual uint64_t size() const = 0;
   virtual Result<Sample> Get(uint64_t i) const = 0;   // REQUIRES: i < size()
   virtual Result<SampleHead> Head(uint64_t i) const;  // default: from Get
@@ -270,14 +273,15 @@ class LayoutReader {
   // with sample extents (one contiguous byte range per sample) keeps options.inflight reads
   // outstanding through an io_uring engine (src/io_engine.h) and decodes each as it lands; one
   // without (LMDB: a memory map), or where io_uring is refused, reads with options.inflight
-  // threads. Checksums are checked as by Get; the first error is returned and ends the batch.
+  // threads; so does one whose storage has no local fds (caps().local_fd: a remote backend, a
+  // FaultStorage). Checksums are checked as by Get; the first error is returned and ends the batch.
   // REQUIRES: every index < size().
   Status ReadBatch(std::span<const uint64_t> indices, const BatchReadOptions& options,
                    std::vector<Sample>* out, BatchReadStats* stats = nullptr) const;
 
  protected:
   struct SampleExtent {
-    int fd = -1;  // owned by the reader
+    const RandomAccessFile* file = nullptr;  // owned by the reader; an engine reads its fd()
     uint64_t offset = 0;
     uint64_t length = 0;
   };
@@ -294,6 +298,7 @@ class LayoutReader {
   std::string InfoLines(const nlohmann::json& j) const;
 
   std::string path_;
+  std::shared_ptr<Storage> storage_ = LocalStorage();
   std::string label_field_;
   std::vector<std::string> classes_;
   SchemaRecord schema_;
@@ -325,7 +330,11 @@ Status VerifyLayout(const std::string& path, LayoutVerifyReport* report,
                     const LayoutProgress& progress);
 
 // Opens the dataset at `path` in whichever layout it is (detection: docs/formats/README.md).
+// A plain path is local; a URI names its backend (OpenStorage).
 Result<std::unique_ptr<LayoutReader>> OpenLayout(const std::string& path);
+// The same through a given backend (a decorator: CountingStorage for the bill, FaultStorage in
+// tests); at.path is the dataset's path inside it.
+Result<std::unique_ptr<LayoutReader>> OpenLayout(const StorageRef& at);
 // Anything dspack reads as samples: a layout (OpenLayout), else a zip file, else a directory tree
 // (formats/sources/source_readers.h), never a damaged native dataset (CheckNotDamagedDataset).
 // A missing path is kNotFound; anything else (a tar, a plain file) is kBadInput.

@@ -35,14 +35,13 @@ std::optional<Format> ShardExtFormat(std::string_view n) {
 
 // A directory whose files are all shards and sidecars of one layout (foreign WebDataset,
 // TFRecord or RecordIO shards: *.tar, *.tfrecord, *.rec with their .idx/.lst).
-std::optional<Format> DetectShardDir(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return std::nullopt;
+std::optional<Format> DetectShardDir(Storage& storage, const std::string& dir) {
+  auto entries = storage.List(dir);
+  if (!entries.ok()) return std::nullopt;
   std::optional<Format> kind;
   bool mixed = false;
-  while (dirent* e = ::readdir(d)) {
-    std::string_view n = e->d_name;
-    if (n == "." || n == "..") continue;
+  for (const auto& e : *entries) {
+    std::string_view n = e.name;
     if (auto f = ShardExtFormat(n)) {
       if (kind && *kind != *f) mixed = true;
       kind = f;
@@ -50,11 +49,11 @@ std::optional<Format> DetectShardDir(const std::string& dir) {
       mixed = true;
     }
   }
-  ::closedir(d);
   return mixed ? std::nullopt : kind;
 }
 
 bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
+bool Exists(Storage& storage, const std::string& path) { return storage.Stat(path, true).ok(); }
 
 // An interop layout: named by dspack.json, or (without one) foreign shards of its kind: a
 // directory of them or one shard file.
@@ -65,11 +64,13 @@ bool DetectInterop(const PathFacts& p) {
   return p.is_file && ShardExtFormat(p.path) == F;
 }
 
-bool DetectNative(const PathFacts& p) { return p.is_dir && native::Detect(p.path); }
+bool DetectNative(const PathFacts& p) {
+  return p.is_dir && Exists(*p.storage, p.path + "/" + native::kManifestName);
+}
 
 bool DetectLmdb(const PathFacts& p) {
   if (p.has_dspack_meta) return p.meta_format == Format::kLmdb;
-  if (p.is_dir) return Exists(p.path + "/" + lmdb::kDataName);
+  if (p.is_dir) return Exists(*p.storage, p.path + "/" + lmdb::kDataName);
   return p.is_file && EndsWith(p.path, ".mdb");
 }
 
@@ -138,28 +139,31 @@ const LayoutEntry& LayoutFor(Format f) {
   return kTable[0];  // unreachable: every Format has a row (checked by the registry test)
 }
 
-PathFacts GatherPathFacts(const std::string& path) {
+PathFacts GatherPathFacts(Storage& storage, const std::string& path) {
   PathFacts p;
+  p.storage = &storage;
   p.path = path;
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return p;
-  p.is_dir = S_ISDIR(st.st_mode);
-  p.is_file = S_ISREG(st.st_mode);
+  auto st = storage.Stat(path, true);
+  if (!st.ok()) return p;
+  p.is_dir = st->type == FileType::kDirectory;
+  p.is_file = st->type == FileType::kRegular;
   if (p.is_dir) {
-    p.has_dspack_meta = Exists(path + "/" + kLayoutMetaName);
+    p.has_dspack_meta = Exists(storage, path + "/" + kLayoutMetaName);
     if (p.has_dspack_meta) {
-      auto m = LayoutMeta::Load(path);
+      auto m = LayoutMeta::Load(path, storage);
       // An unreadable dspack.json is read as wds's, whose reader then names the damage.
       p.meta_format = m.ok() ? m->format : Format::kWds;
     } else {
-      p.foreign_shards = DetectShardDir(path);
+      p.foreign_shards = DetectShardDir(storage, path);
     }
   }
   return p;
 }
 
-std::optional<Format> DetectLayout(const std::string& path) {
-  PathFacts p = GatherPathFacts(path);
+namespace {
+
+std::optional<Format> DetectAt(Storage& storage, const std::string& path) {
+  PathFacts p = GatherPathFacts(storage, path);
   if (!p.is_dir && !p.is_file) return std::nullopt;
   for (const auto& e : kTable) {
     if (e.detect(p)) return e.format;
@@ -167,27 +171,37 @@ std::optional<Format> DetectLayout(const std::string& path) {
   return std::nullopt;
 }
 
+}  // namespace
+
+std::optional<Format> DetectLayout(const std::string& path) {
+  auto at = OpenStorage(path);
+  if (!at.ok()) return std::nullopt;
+  return DetectAt(*at->storage, at->path);
+}
+
 namespace {
 
 // Why `path`, which no layout detects, is not a dataset: it is not there, it is not a directory
 // (nor a file layout), or it is a directory no layout wrote.
-Status NotADataset(const std::string& path) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno != ENOENT) return Status::FromErrno(errno, path, Code::kBadInput);
+Status NotADataset(Storage& storage, const std::string& path) {
+  auto st = storage.Stat(path, true);
+  if (!st.ok()) {
+    if (st.status().err() != ENOENT) {
+      return Status::FromErrno(st.status().err(), path, Code::kBadInput);
+    }
     return Status(Code::kNotFound,
                   path +
                       ": no such file or directory; give the dataset directory `dspack "
                       "convert` wrote",
                   ENOENT);
   }
-  if (!S_ISDIR(st.st_mode)) {
+  if (st->type != FileType::kDirectory) {
     return Status(Code::kBadInput,
                   fmt::format("{}: not a directory; a dataset is the directory `dspack convert` "
                               "wrote (give a .zip or .tar to `dspack convert` to pack it)",
                               path));
   }
-  DS_RETURN_IF_ERROR(CheckNotDamagedDataset(path));
+  if (storage.scheme() == "file") DS_RETURN_IF_ERROR(CheckNotDamagedDataset(path));
   return Status(Code::kBadInput,
                 fmt::format("{}: not a dataset dspack reads (native, lmdb, wds, tfrecord or "
                             "recordio); convert it to one first",
@@ -197,19 +211,28 @@ Status NotADataset(const std::string& path) {
 }  // namespace
 
 Result<std::unique_ptr<LayoutReader>> OpenLayout(const std::string& path) {
+  DS_ASSIGN_OR_RETURN(StorageRef at, OpenStorage(path));
+  return OpenLayout(at);
+}
+
+Result<std::unique_ptr<LayoutReader>> OpenLayout(const StorageRef& at) {
+  const std::string& path = at.path;
   // No open of a directory a writer holds (a convert, --force replacing it, dssync staging):
-  // the shared lock is held while the reader finds and opens the files, then dropped.
+  // the shared lock is held while the reader finds and opens the files, then dropped. Local
+  // files only: the lock is flock(2) (src/dir_lock.h).
+  const bool local = at.storage->scheme() == "file";
   OwnedFd guard;
-  if (struct stat st; ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+  if (auto st = at.storage->Stat(path, true);
+      local && st.ok() && st->type == FileType::kDirectory) {
     DS_ASSIGN_OR_RETURN(guard, LockDirectoryShared(path));
   }
-  auto f = DetectLayout(path);
-  if (!f) return NotADataset(path);
+  auto f = DetectAt(*at.storage, path);
+  if (!f) return NotADataset(*at.storage, path);
   if (guard.valid()) {
     DS_ASSIGN_OR_RETURN(auto view, LoadSubsetView(path));
     if (view) return OpenSubset(path, *f, *view);
   }
-  return LayoutFor(*f).open(path, nullptr);
+  return LayoutFor(*f).open(at, nullptr);
 }
 
 Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const std::string& path) {
@@ -279,7 +302,7 @@ Status VerifyLayout(const std::string& path, LayoutVerifyReport* report,
     }
     // Not there, or a plain file: say so (not "no manifest").
     if (struct stat st; ::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return NotADataset(path);
+      return NotADataset(*LocalStorage(), path);
     }
   } else if (auto view = LoadSubsetView(path); !view.ok() || *view) {
     // A subset view: its reader checks the present files and samples (formats/subset.h).

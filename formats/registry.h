@@ -17,6 +17,7 @@ namespace ds {
 
 // What detection looks at, gathered once per path.
 struct PathFacts {
+  Storage* storage = nullptr;  // where path is (never null once gathered)
   std::string path;
   bool is_dir = false;
   bool is_file = false;
@@ -32,7 +33,7 @@ struct LayoutEntry {
   bool (*detect)(const PathFacts& facts);
   // present: null for the whole dataset; else the shards a subset view holds (formats/subset.h):
   // the others are absent and never opened, their samples hidden by the SubsetReader.
-  Result<std::unique_ptr<LayoutReader>> (*open)(const std::string& path,
+  Result<std::unique_ptr<LayoutReader>> (*open)(const StorageRef& at,
                                                 const std::set<std::string>* present);
   Result<std::unique_ptr<LayoutWriter>> (*create)(const std::string& out,
                                                   const WriterOptions& options);
@@ -50,7 +51,7 @@ struct LayoutEntry {
 
 std::span<const LayoutEntry> LayoutTable();
 const LayoutEntry& LayoutFor(Format f);
-PathFacts GatherPathFacts(const std::string& path);
+PathFacts GatherPathFacts(Storage& storage, const std::string& path);
 
 // Whether some layout of the table writes a file of this name (formats/out_dir.h: `--force`
 // replaces a dataset of any layout dspack wrote), and whether it is a layout's commit point.

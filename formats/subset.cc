@@ -239,7 +239,7 @@ Result<std::unique_ptr<LayoutReader>> OpenSubset(const std::string& dir, Format 
   std::unique_ptr<LayoutReader> inner;
   std::vector<ShardRange> ranges;
   if (!present.empty()) {
-    DS_ASSIGN_OR_RETURN(inner, LayoutFor(f).open(dir, &present));
+    DS_ASSIGN_OR_RETURN(inner, LayoutFor(f).open(StorageRef{LocalStorage(), dir}, &present));
     DS_ASSIGN_OR_RETURN(auto all, inner->ShardRanges());
     for (auto& r : all) {
       if (present.count(r.file)) ranges.push_back(std::move(r));

@@ -11,17 +11,29 @@
 
 namespace ds {
 
-Status RandomAccessFile::ReadAt(uint64_t offset, void* buf, size_t n) {
+Status RandomAccessFile::ReadAt(uint64_t offset, void* buf, size_t n, std::string_view what) const {
   auto* p = static_cast<char*>(buf);
   size_t done = 0;
   while (done < n) {
     DS_ASSIGN_OR_RETURN(size_t got, ReadSome(offset + done, p + done, n - done));
     if (got == 0) {
-      return Status(Code::kCorruption,
-                    fmt::format("{}: truncated: wanted {} bytes at offset {}, file ends at {}",
-                                name(), n, offset, offset + done));
+      return Status(
+          Code::kCorruption,
+          fmt::format("{}: truncated: wanted {} bytes at offset {}, file ends at {}",
+                      what.empty() ? std::string_view(name()) : what, n, offset, offset + done));
     }
     done += got;
+  }
+  return Status::Ok();
+}
+
+Status RandomAccessFile::ReadAtV(iovec* iov, size_t count, uint64_t offset,
+                                 std::string_view what) const {
+  for (size_t i = 0; i < count; i++) {
+    DS_RETURN_IF_ERROR(ReadAt(offset, iov[i].iov_base, iov[i].iov_len, what));
+    offset += iov[i].iov_len;
+    iov[i].iov_base = static_cast<char*>(iov[i].iov_base) + iov[i].iov_len;
+    iov[i].iov_len = 0;
   }
   return Status::Ok();
 }

@@ -28,6 +28,7 @@
 #pragma once
 
 #include <sys/types.h>
+#include <sys/uio.h>
 
 #include <cstddef>
 #include <cstdint>
@@ -49,6 +50,10 @@ struct FileInfo {
   uint64_t size = 0;
   int64_t mtime_ns = 0;
   mode_t mode = 0;  // permission bits (07777)
+  // Which file this is, where the backend can tell (local: st_dev, st_ino; 0 elsewhere): a
+  // reader checks that a name still holds the file it opened.
+  uint64_t device = 0;
+  uint64_t inode = 0;
 };
 
 struct DirEntry {
@@ -62,6 +67,7 @@ struct StorageCaps {
   bool page_cache = false;      // a local page cache that can be dropped and queried
   bool exclusive_lock = false;  // LockWriter excludes writers on other clients too
   unsigned max_inflight = 1;    // reads worth keeping in flight at once
+  bool local_fd = false;        // RandomAccessFile::fd() is a local fd an engine may read
 };
 
 class RandomAccessFile {
@@ -70,9 +76,14 @@ class RandomAccessFile {
   virtual const std::string& name() const = 0;
   virtual uint64_t size() const = 0;
   // Up to n bytes at offset; fewer only at EOF (0 at or past it).
-  virtual Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) = 0;
-  // Exactly n bytes at offset (see the contract above).
-  Status ReadAt(uint64_t offset, void* buf, size_t n);
+  virtual Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) const = 0;
+  // Exactly n bytes at offset (see the contract above). `what` starts the truncation message
+  // (default: name()); a read error names the file and the offset.
+  Status ReadAt(uint64_t offset, void* buf, size_t n, std::string_view what = {}) const;
+  // The same into count buffers, filled in order from offset (preadv). The iovecs are consumed.
+  // Default: ReadAt per buffer.
+  virtual Status ReadAtV(iovec* iov, size_t count, uint64_t offset,
+                         std::string_view what = {}) const;
   // The local fd for an engine that owns local files (io_uring, libaio, mmap); -1 if remote.
   virtual int fd() const { return -1; }
 };

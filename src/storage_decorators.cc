@@ -35,6 +35,19 @@ std::string FormatStorageBill(const StorageOps& ops, uint64_t samples) {
                      samples == 0 ? "run" : "sample", parts.empty() ? "none" : parts);
 }
 
+nlohmann::json StorageOpsJson(const StorageOps& ops, uint64_t samples) {
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t i = 0; i < kStorageOpCount; ++i) {
+    j[std::string(StorageOpName(static_cast<StorageOp>(i)))] = ops.count[i];
+  }
+  j["read_bytes"] = ops.read_bytes;
+  j["write_bytes"] = ops.write_bytes;
+  j["total"] = ops.total();
+  j["per_sample"] = samples == 0 ? nlohmann::json(nullptr)
+                                 : nlohmann::json(static_cast<double>(ops.total()) / samples);
+  return j;
+}
+
 // ---- StorageDecorator ----
 
 Result<std::unique_ptr<RandomAccessFile>> StorageDecorator::OpenRead(const std::string& path) {
@@ -92,10 +105,18 @@ class CountingFile final : public RandomAccessFile {
   uint64_t size() const override { return base_->size(); }
   // An engine reading through the fd counts its reads with CountingStorage::Count.
   int fd() const override { return base_->fd(); }
-  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) override {
+  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) const override {
     auto got = base_->ReadSome(offset, buf, n);
     owner_->Count(StorageOp::kRead, got.ok() ? *got : 0);
     return got;
+  }
+  // One gathered read is one operation below (preadv, one READ RPC of the whole range).
+  Status ReadAtV(iovec* iov, size_t count, uint64_t offset, std::string_view what) const override {
+    uint64_t bytes = 0;
+    for (size_t i = 0; i < count; i++) bytes += iov[i].iov_len;
+    Status st = base_->ReadAtV(iov, count, offset, what);
+    owner_->Count(StorageOp::kRead, st.ok() ? bytes : 0);
+    return st;
   }
 
  private:
@@ -172,7 +193,7 @@ class FaultFile final : public RandomAccessFile {
       : base_(std::move(base)), owner_(owner) {}
   const std::string& name() const override { return base_->name(); }
   uint64_t size() const override { return base_->size(); }
-  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) override {
+  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) const override {
     DS_RETURN_IF_ERROR(
         owner_->Check(StorageOp::kRead, fmt::format("{}: read at offset {}", name(), offset)));
     size_t cap = owner_->short_reads();

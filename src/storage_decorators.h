@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "src/storage.h"
@@ -58,6 +59,9 @@ struct StorageOps {
 // "3.00 ops per sample (open 1.00, stat 1.00, read 1.00)": every kind with a count, per sample
 // (per operation when samples is 0).
 std::string FormatStorageBill(const StorageOps& ops, uint64_t samples);
+// {"open": n, ..., "read_bytes", "write_bytes", "total", "per_sample"} (every kind, zeros too;
+// per_sample null when samples is 0).
+nlohmann::json StorageOpsJson(const StorageOps& ops, uint64_t samples);
 
 // Forwards every operation to the backend below, after Before(op, what) (an error fails the
 // operation) and wraps the files it opens; the two decorators below are its hooks.
@@ -128,6 +132,12 @@ class FaultStorage final : public StorageDecorator {
   // OK, or the injected failure for this operation on `what`.
   Status Check(StorageOp op, const std::string& what);
   size_t short_reads() const { return short_reads_; }
+  // Its files report fd() -1: no engine reads around the faults.
+  StorageCaps caps() const override {
+    StorageCaps c = StorageDecorator::caps();
+    c.local_fd = false;
+    return c;
+  }
 
  protected:
   Status Before(StorageOp op, const std::string& what) override { return Check(op, what); }

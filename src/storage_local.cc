@@ -46,6 +46,8 @@ FileInfo InfoOf(const struct stat& st) {
   info.size = static_cast<uint64_t>(st.st_size);
   info.mtime_ns = static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
   info.mode = st.st_mode & 07777;
+  info.device = static_cast<uint64_t>(st.st_dev);
+  info.inode = static_cast<uint64_t>(st.st_ino);
   return info;
 }
 
@@ -56,8 +58,12 @@ class LocalFile final : public RandomAccessFile {
   const std::string& name() const override { return name_; }
   uint64_t size() const override { return size_; }
   int fd() const override { return fd_.get(); }
+  Status ReadAtV(iovec* iov, size_t count, uint64_t offset, std::string_view what) const override {
+    return ReadFullAtV(fd_.get(), iov, count, offset,
+                       what.empty() ? std::string_view(name_) : what);
+  }
 
-  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) override {
+  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) const override {
     auto* p = static_cast<char*>(buf);
     size_t done = 0;
     while (done < n) {
@@ -149,7 +155,8 @@ class Local final : public Storage {
                        .atomic_rename = true,
                        .page_cache = true,
                        .exclusive_lock = true,
-                       .max_inflight = kLocalInflight};
+                       .max_inflight = kLocalInflight,
+                       .local_fd = true};
   }
 
   Result<std::unique_ptr<RandomAccessFile>> OpenRead(const std::string& path) override {

@@ -89,7 +89,7 @@ class IndexFixture : public benchmark::Fixture {
     }
     uint64_t size, hash;
     (void)b.Write(path_, kSamples / 2300 + 1, &size, &hash);
-    auto gi = ds::native::GlobalIndex::Open(path_);
+    auto gi = ds::native::GlobalIndex::Open(*ds::LocalStorage(), path_);
     index_ = std::make_unique<ds::native::GlobalIndex>(std::move(gi).value());
   }
   static constexpr uint64_t kSamples = 1'000'000;

@@ -46,12 +46,12 @@ std::string LayoutMeta::ToJson() const {
   return j.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
-Result<LayoutMeta> LayoutMeta::Load(const std::string& dir) {
+Result<LayoutMeta> LayoutMeta::Load(const std::string& dir, Storage& storage) {
   std::string path = dir + "/" + kLayoutMetaName;
-  auto text = ReadWholeFile(path);
+  auto text = ReadAll(storage, path);
   if (!text.ok()) {
     if (text.status().err() != ENOENT) return text.status();
-    if (::access((dir + "/" + kSampleCrcName).c_str(), F_OK) == 0) {
+    if (storage.Stat(dir + "/" + kSampleCrcName).ok()) {
       return Status(Code::kCorruption,
                     fmt::format("{}: missing, but {} is here: dspack wrote this dataset and its "
                                 "commit point was deleted, or the convert was killed before "
@@ -163,8 +163,8 @@ void VerifyMetaFiles(const std::string& dir, const LayoutMeta& meta,
   }
 }
 
-Result<std::vector<std::string>> LoadClasses(const std::string& dir) {
-  auto text = ReadWholeFile(dir + "/classes.txt");
+Result<std::vector<std::string>> LoadClasses(const std::string& dir, Storage& storage) {
+  auto text = ReadAll(storage, dir + "/classes.txt");
   if (!text.ok()) {
     if (text.status().err() == ENOENT) return std::vector<std::string>{};
     return text.status();

@@ -14,6 +14,7 @@
 #include "formats/native/manifest.h"
 #include "formats/out_dir.h"
 #include "src/status.h"
+#include "src/storage.h"
 
 namespace ds {
 
@@ -39,7 +40,7 @@ struct LayoutMeta {
   // Loads DIR/dspack.json; kNotFound when absent, kCorruption when unreadable, or absent while
   // DIR/dspack.crc, which only dspack writes, is present (a deleted commit point, or a convert
   // killed before it: never read as foreign data).
-  static Result<LayoutMeta> Load(const std::string& dir);
+  static Result<LayoutMeta> Load(const std::string& dir, Storage& storage = *LocalStorage());
 };
 
 // PrepareOutputDir (formats/out_dir.h) for an interop layout: its own files are the shards
@@ -60,7 +61,8 @@ void ListMetaFile(LayoutMeta* meta, const std::string& name, std::string_view co
 void VerifyMetaFiles(const std::string& dir, const LayoutMeta& meta,
                      std::vector<std::string>* problems);
 // Reads DIR/classes.txt (one name per line); empty when absent.
-Result<std::vector<std::string>> LoadClasses(const std::string& dir);
+Result<std::vector<std::string>> LoadClasses(const std::string& dir,
+                                             Storage& storage = *LocalStorage());
 // The end of an interop writer's Finish: DIR/classes.txt (when labelled) and DIR/dspack.crc
 // (the per-sample CRCs), each listed in meta->files, then dspack.json (the commit point), then an
 // fsync of DIR. Each file written is appended to *created (for Abandon).

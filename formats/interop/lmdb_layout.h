@@ -33,7 +33,7 @@ Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
                                                    const WriterOptions& options);
 // `present` is ignored: data.mdb is the one shard, so a subset view holds all of it or none
 // (formats/subset.h opens no reader for none).
-Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
+Result<std::unique_ptr<LayoutReader>> Open(const StorageRef& at,
                                            const std::set<std::string>* present = nullptr);
 
 }  // namespace ds::lmdb

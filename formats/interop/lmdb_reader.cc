@@ -215,7 +215,9 @@ class Reader : public LayoutReader {
     Status st;
     if (rc == 0 && mdb_get(txn, dbi, &k, &v) == 0) {
       json m = json::parse(View(v), nullptr, false);
-      auto text_or_absent = [&](const char* name) { return !m.contains(name) || m[name].is_string(); };
+      auto text_or_absent = [&](const char* name) {
+        return !m.contains(name) || m[name].is_string();
+      };
       if (m.is_discarded() || !m.is_object() || !m.contains("samples") ||
           !m["samples"].is_number_unsigned() || !text_or_absent("layout") ||
           !text_or_absent("label_field")) {
@@ -241,7 +243,8 @@ class Reader : public LayoutReader {
         MDB_val lk = Val("__len__"), lv;
         // __len__: ASCII digits, a pickled int in the pickle layout (the recipes read it).
         auto len_ok = [&] {
-          if (layout_ != LmdbLayout::kPickle) return std::string(View(lv)) == std::to_string(samples_);
+          if (layout_ != LmdbLayout::kPickle)
+            return std::string(View(lv)) == std::to_string(samples_);
           auto n = UnpickleInt(View(lv));
           return n.ok() && *n == static_cast<int64_t>(samples_);
         };
@@ -285,10 +288,10 @@ class Reader : public LayoutReader {
   Result<Sample> GetChecked(MDB_txn* txn, uint64_t i) const {
     auto s = GetIn(txn, i);
     if (s.ok() && crcs_) {
-      DS_RETURN_IF_ERROR(
-          crcs_->Check(i, *s,
-                       fmt::format("{} (LMDB key {})", file_,
-                                   layout_ == LmdbLayout::kField ? SampleKey(i) + ".*" : SampleKey(i))));
+      DS_RETURN_IF_ERROR(crcs_->Check(
+          i, *s,
+          fmt::format("{} (LMDB key {})", file_,
+                      layout_ == LmdbLayout::kField ? SampleKey(i) + ".*" : SampleKey(i))));
     }
     return s;
   }
@@ -408,9 +411,11 @@ class Reader : public LayoutReader {
 
 }  // namespace
 
-Result<std::unique_ptr<LayoutReader>> Open(const std::string& path, const std::set<std::string>*) {
+Result<std::unique_ptr<LayoutReader>> Open(const StorageRef& at, const std::set<std::string>*) {
+  // liblmdb maps data.mdb by its path: the pages it reads are no operations of the storage.
+  DS_RETURN_IF_ERROR(RequireMmap(*at.storage, at.path, "LMDB needs a local file: liblmdb maps it"));
   auto r = std::make_unique<Reader>();
-  DS_RETURN_IF_ERROR(r->Load(path));
+  DS_RETURN_IF_ERROR(r->Load(at.path));
   return std::unique_ptr<LayoutReader>(std::move(r));
 }
 

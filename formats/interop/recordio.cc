@@ -199,7 +199,7 @@ class Reader : public ShardedReader {
         return Status(Code::kCorruption, fmt::format("{}: truncated record header ({} bytes left)",
                                                      Where(s, off), size - off));
       }
-      DS_RETURN_IF_ERROR(ReadFullAt(shards_[s].fd.get(), h, 8, off, ShardPath(s)));
+      DS_RETURN_IF_ERROR(shards_[s].file->ReadAt(off, h, 8, ShardPath(s)));
       if (LoadLE32(h) != kMagic) {
         return Status(Code::kCorruption,
                       fmt::format("{}: bad magic {:08x} (expected {:08x}): not RecordIO, or "
@@ -242,7 +242,7 @@ class Reader : public ShardedReader {
     std::vector<std::pair<uint64_t, uint64_t>> recs;
     DS_RETURN_IF_ERROR(ScanRecords(s, &recs));
     std::vector<std::string> paths;
-    auto lst = ReadWholeFile(Sidecar(s, ".lst"));
+    auto lst = ReadAll(*storage_, Sidecar(s, ".lst"));
     if (lst.ok()) {
       size_t pos = 0;
       while (pos < lst->size()) {
@@ -374,9 +374,9 @@ Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
   return CreateShardedWriter<Writer, RecordioOptions>(out, options);
 }
 
-Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
+Result<std::unique_ptr<LayoutReader>> Open(const StorageRef& at,
                                            const std::set<std::string>* present) {
-  return OpenReader<Reader>(path, present);
+  return OpenReader<Reader>(at, present);
 }
 
 }  // namespace ds::recordio

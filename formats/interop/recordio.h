@@ -25,7 +25,7 @@ inline constexpr size_t kIRHeaderSize = 24;
 
 Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
                                                    const WriterOptions& options);
-Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
+Result<std::unique_ptr<LayoutReader>> Open(const StorageRef& at,
                                            const std::set<std::string>* present = nullptr);
 
 // dmlc::RecordIOWriter::WriteRecord's output for one record (exposed for tests).

@@ -94,7 +94,8 @@ std::string EncodeSampleCrcs(const std::vector<uint32_t>& crcs) {
 }
 
 Result<std::optional<SampleCrcTable>> SampleCrcTable::Load(const std::string& dir,
-                                                           const LayoutMeta& meta) {
+                                                           const LayoutMeta& meta,
+                                                           Storage& storage) {
   const native::FileMeta* listed = nullptr;
   for (const auto& f : meta.files) {
     if (f.name == kSampleCrcName) listed = &f;
@@ -106,7 +107,7 @@ Result<std::optional<SampleCrcTable>> SampleCrcTable::Load(const std::string& di
     return Status(Code::kCorruption,
                   fmt::format("{}: {}; restore it or reconvert the dataset", t.path_, why));
   };
-  auto text = ReadWholeFile(t.path_);
+  auto text = ReadAll(storage, t.path_);
   if (!text.ok()) {
     if (text.status().err() == ENOENT) return bad("missing (dspack.json lists it)");
     return text.status();

@@ -59,7 +59,8 @@ class SampleCrcTable {
   // DIR/dspack.crc as dspack.json lists it: nullopt when dspack.json lists none (a dataset of
   // another writer or an older dspack: reads are unchecked). kCorruption when it is missing,
   // differs from the listing, or counts other than meta.samples samples.
-  static Result<std::optional<SampleCrcTable>> Load(const std::string& dir, const LayoutMeta& meta);
+  static Result<std::optional<SampleCrcTable>> Load(const std::string& dir, const LayoutMeta& meta,
+                                                    Storage& storage = *LocalStorage());
   // kCorruption "<where>: sample i (key '...'): CRC32C ... differs from dspack.crc's ...".
   Status Check(uint64_t i, const Sample& s, std::string_view where) const;
 

@@ -22,12 +22,13 @@ bool EndsWith(std::string_view s, std::string_view suf) {
 
 Status ShardedReader::OpenShards(const std::string& path, std::string_view ext) {
   path_ = path;
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, path, Code::kBadInput);
+  Storage& fs = *storage_;
+  auto st = fs.Stat(path, true);
+  if (!st.ok()) return Status::FromErrno(st.status().err(), path, Code::kBadInput);
   std::vector<std::string> names;
-  if (S_ISDIR(st.st_mode)) {
+  if (st->type == FileType::kDirectory) {
     dir_ = path;
-    auto meta = LayoutMeta::Load(path);
+    auto meta = LayoutMeta::Load(path, fs);
     if (meta.ok()) {
       meta_ = std::move(meta).value();
       label_field_ = meta_->label_field;
@@ -36,24 +37,21 @@ Status ShardedReader::OpenShards(const std::string& path, std::string_view ext) 
         if (!rec.ok()) return rec.status().Prefixed(path + "/" + kLayoutMetaName);
         schema_ = std::move(rec).value();
       }
-      DS_ASSIGN_OR_RETURN(crcs_, SampleCrcTable::Load(path, *meta_));
+      DS_ASSIGN_OR_RETURN(crcs_, SampleCrcTable::Load(path, *meta_, fs));
       for (const auto& s : meta_->shards) names.push_back(s.name);
     } else if (meta.status().code() != Code::kNotFound) {
       return meta.status();
     } else {
-      DIR* d = ::opendir(path.c_str());
-      if (!d) return Status::FromErrno(errno, path);
-      while (dirent* e = ::readdir(d)) {
-        std::string n = e->d_name;
-        if (n[0] != '.' && EndsWith(n, ext)) names.push_back(n);
+      DS_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs.List(path));
+      for (const auto& e : entries) {
+        if (e.name[0] != '.' && EndsWith(e.name, ext)) names.push_back(e.name);
       }
-      ::closedir(d);
       std::sort(names.begin(), names.end());
       if (names.empty()) {
         return Status(Code::kBadInput, fmt::format("{}: no *{} files here", path, ext));
       }
     }
-    DS_ASSIGN_OR_RETURN(classes_, LoadClasses(path));
+    DS_ASSIGN_OR_RETURN(classes_, LoadClasses(path, fs));
   } else {
     auto slash = path.rfind('/');
     dir_ = slash == std::string::npos ? "." : path.substr(0, slash);
@@ -69,8 +67,8 @@ Status ShardedReader::OpenShards(const std::string& path, std::string_view ext) 
       shards_.push_back(std::move(s));
       continue;
     }
-    DS_ASSIGN_OR_RETURN(s.fd, OpenFile(dir_ + "/" + s.name, O_RDONLY));
-    DS_ASSIGN_OR_RETURN(s.size, FileSize(s.fd.get(), dir_ + "/" + s.name));
+    DS_ASSIGN_OR_RETURN(s.file, fs.OpenRead(dir_ + "/" + s.name));
+    s.size = s.file->size();
     if (meta_) {
       const auto& m = meta_->shards[i];
       if (s.size != m.size) {
@@ -110,7 +108,7 @@ Result<Sample> ShardedReader::Get(uint64_t i) const {
   const Entry& e = entries_[i];
   std::string buf(e.end - e.begin, '\0');
   DS_RETURN_IF_ERROR(
-      ReadFullAt(shards_[e.shard].fd.get(), buf.data(), buf.size(), e.begin, ShardPath(e.shard)));
+      shards_[e.shard].file->ReadAt(e.begin, buf.data(), buf.size(), ShardPath(e.shard)));
   return DecodeChecked(i, buf);
 }
 
@@ -141,7 +139,7 @@ Result<std::vector<ShardRange>> ShardedReader::ShardRanges() const {
 
 Result<LayoutReader::SampleExtent> ShardedReader::Extent(uint64_t i) const {
   const Entry& e = entries_[i];
-  return SampleExtent{shards_[e.shard].fd.get(), e.begin, e.end - e.begin};
+  return SampleExtent{shards_[e.shard].file.get(), e.begin, e.end - e.begin};
 }
 
 Result<Sample> ShardedReader::DecodeExtent(uint64_t i, const SampleExtent& x,
@@ -186,7 +184,7 @@ Status ShardedReader::Verify(LayoutVerifyReport* r, const LayoutProgress& progre
     uint64_t off = 0;
     while (off < shards_[s].size) {
       size_t n = static_cast<size_t>(std::min<uint64_t>(buf.size(), shards_[s].size - off));
-      Status st = ReadFullAt(shards_[s].fd.get(), buf.data(), n, off, ShardPath(s));
+      Status st = shards_[s].file->ReadAt(off, buf.data(), n, ShardPath(s));
       if (!st.ok()) {
         r->problems.push_back(st.message());
         break;

@@ -39,6 +39,8 @@ class ShardedReader : public LayoutReader {
   // formats/subset.h); the others are absent: their samples keep their numbers but are never
   // read (a SubsetReader hides them). REQUIRES: the path is a directory with dspack.json.
   void SetPresentShards(std::set<std::string> names) { present_ = std::move(names); }
+  // Before Load: the backend the dataset is read from (default: local files).
+  void UseStorage(std::shared_ptr<Storage> storage) { storage_ = std::move(storage); }
   Status Verify(LayoutVerifyReport* report, const LayoutProgress& progress) const override;
   // Bytes of each sample's record or member (headers included), from the open-time table.
   Result<std::vector<uint64_t>> SampleSizes() const override;
@@ -51,11 +53,11 @@ class ShardedReader : public LayoutReader {
                               std::string_view bytes) const override;
 
   struct Shard {
-    std::string name;  // relative to dir_
-    OwnedFd fd;
+    std::string name;                        // relative to dir_
+    std::unique_ptr<RandomAccessFile> file;  // through storage_
     uint64_t size = 0;
     std::optional<uint64_t> xxh3;  // from dspack.json
-    bool absent = false;           // not in the subset view: no fd, never read
+    bool absent = false;           // not in the subset view: no file, never read
   };
   struct Entry {
     uint32_t shard = 0;
@@ -63,7 +65,7 @@ class ShardedReader : public LayoutReader {
     uint64_t end = 0;
   };
 
-  // Finds and opens the shards of `path` (a dataset directory or one shard file).
+  // Finds and opens the shards of `path` (a dataset directory or one shard file) in storage_.
   Status OpenShards(const std::string& path, std::string_view ext);
   // For an absent shard: its samples' entries (empty ranges, numbers kept, count from
   // dspack.json) and true; the format's scan skips the shard. False for a present shard.
@@ -92,11 +94,12 @@ class ShardedReader : public LayoutReader {
 
 // Creates an R and runs its Load(path), with only `present`'s shards opened when given.
 template <class R>
-Result<std::unique_ptr<LayoutReader>> OpenReader(const std::string& path,
+Result<std::unique_ptr<LayoutReader>> OpenReader(const StorageRef& at,
                                                  const std::set<std::string>* present) {
   auto r = std::make_unique<R>();
+  r->UseStorage(at.storage);
   if (present) r->SetPresentShards(*present);
-  DS_RETURN_IF_ERROR(r->Load(path));
+  DS_RETURN_IF_ERROR(r->Load(at.path));
   return std::unique_ptr<LayoutReader>(std::move(r));
 }
 

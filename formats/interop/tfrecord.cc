@@ -398,7 +398,7 @@ class Reader : public ShardedReader {
 
   // DALI's index, when present and it tiles the shard exactly.
   bool LoadIdx(uint32_t s) {
-    auto text = ReadWholeFile(IdxPath(s));
+    auto text = ReadAll(*storage_, IdxPath(s));
     if (!text.ok()) return false;
     std::vector<Entry> mine;
     uint64_t expect = 0;
@@ -432,7 +432,7 @@ class Reader : public ShardedReader {
                                   "frame)",
                                   Where(s, off), size - off));
       }
-      DS_RETURN_IF_ERROR(ReadFullAt(shards_[s].fd.get(), head, 12, off, ShardPath(s)));
+      DS_RETURN_IF_ERROR(shards_[s].file->ReadAt(off, head, 12, ShardPath(s)));
       uint64_t len = LoadLE64(head);
       if (MaskCrc(Crc32c(head, 8)) != LoadLE32(head + 8)) {
         return Status(
@@ -484,9 +484,9 @@ Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
   return CreateShardedWriter<Writer, TfrecordOptions>(out, options);
 }
 
-Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
+Result<std::unique_ptr<LayoutReader>> Open(const StorageRef& at,
                                            const std::set<std::string>* present) {
-  return OpenReader<Reader>(path, present);
+  return OpenReader<Reader>(at, present);
 }
 
 }  // namespace ds::tfrecord

@@ -24,7 +24,7 @@ inline constexpr uint64_t kFrameOverhead = 16;  // length + its CRC + data CRC
 
 Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
                                                    const WriterOptions& options);
-Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
+Result<std::unique_ptr<LayoutReader>> Open(const StorageRef& at,
                                            const std::set<std::string>* present = nullptr);
 
 // Decodes a serialized tf.train.Example into key (from "__key__", else default_key) and fields.

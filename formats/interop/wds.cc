@@ -169,7 +169,7 @@ class Reader : public ShardedReader {
       std::string buf(n, '\0');
       uint64_t avail = off < shards_[s].size ? std::min(n, shards_[s].size - off) : 0;
       buf.resize(avail);
-      DS_RETURN_IF_ERROR(ReadFullAt(shards_[s].fd.get(), buf.data(), avail, off, ShardPath(s)));
+      DS_RETURN_IF_ERROR(shards_[s].file->ReadAt(off, buf.data(), avail, ShardPath(s)));
       return buf;
     };
   }
@@ -180,21 +180,18 @@ class Reader : public ShardedReader {
     uint64_t size = shards_[s].size;
     std::string tar_path = ShardPath(s);
     std::string sidecar = tar_path.substr(0, tar_path.size() - 4) + kIndexSidecarExt;
-    if (OwnedFd fd(::open(sidecar.c_str(), O_RDONLY | O_CLOEXEC)); fd.get() >= 0) {
-      struct stat st;
-      if (::fstat(fd.get(), &st) != 0 || st.st_size < static_cast<off_t>(kTrailerSize) ||
-          static_cast<uint64_t>(st.st_size) > size) {
-        return Status::Ok();
-      }
-      std::string index(static_cast<size_t>(st.st_size), '\0');
-      DS_RETURN_IF_ERROR(ReadFullAt(fd.get(), index.data(), index.size(), 0, sidecar));
+    if (auto side = storage_->OpenRead(sidecar); side.ok()) {
+      uint64_t side_size = (*side)->size();
+      if (side_size < kTrailerSize || side_size > size) return Status::Ok();
+      std::string index(static_cast<size_t>(side_size), '\0');
+      DS_RETURN_IF_ERROR((*side)->ReadAt(0, index.data(), index.size(), sidecar));
       // The samples end where the tar's end-of-archive blocks begin.
       return ParseIndex(s, index, size - 2 * kBlock, ok);
     }
     if (size < 3 * kBlock + kTrailerSize) return Status::Ok();
     std::string tail(2 * kBlock + kTrailerSize, '\0');
     DS_RETURN_IF_ERROR(
-        ReadFullAt(shards_[s].fd.get(), tail.data(), tail.size(), size - tail.size(), tar_path));
+        shards_[s].file->ReadAt(size - tail.size(), tail.data(), tail.size(), tar_path));
     if (tail.find_first_not_of('\0', kTrailerSize) != std::string::npos) return Status::Ok();
     if (std::memcmp(tail.data(), kIndexMagic, 8) != 0) return Status::Ok();
     uint64_t count = LoadLE64(&tail[8]);
@@ -203,7 +200,7 @@ class Reader : public ShardedReader {
     if (data + 3 * kBlock > size) return Status::Ok();
     uint64_t data_off = size - 2 * kBlock - data;
     std::string index(data, '\0');
-    DS_RETURN_IF_ERROR(ReadFullAt(shards_[s].fd.get(), index.data(), data, data_off, tar_path));
+    DS_RETURN_IF_ERROR(shards_[s].file->ReadAt(data_off, index.data(), data, tar_path));
     // The samples end at the index member's own header.
     return ParseIndex(s, index, data_off - kBlock, ok);
   }
@@ -354,9 +351,9 @@ Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
   return CreateShardedWriter<Writer, WdsOptions>(out, options);
 }
 
-Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
+Result<std::unique_ptr<LayoutReader>> Open(const StorageRef& at,
                                            const std::set<std::string>* present) {
-  return OpenReader<Reader>(path, present);
+  return OpenReader<Reader>(at, present);
 }
 
 }  // namespace ds::wds

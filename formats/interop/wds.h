@@ -25,7 +25,7 @@ inline constexpr uint64_t kBlock = 512;
 
 Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
                                                    const WriterOptions& options);
-Result<std::unique_ptr<LayoutReader>> Open(const std::string& path,
+Result<std::unique_ptr<LayoutReader>> Open(const StorageRef& at,
                                            const std::set<std::string>* present = nullptr);
 
 }  // namespace ds::wds

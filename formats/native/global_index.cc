@@ -73,11 +73,18 @@ Status GlobalIndexBuilder::Write(const std::string& path, uint32_t shard_count, 
   return w.Close(/*sync=*/true);
 }
 
-Result<GlobalIndex> GlobalIndex::Open(const std::string& path) {
+Result<GlobalIndex> GlobalIndex::Open(Storage& storage, const std::string& path) {
   GlobalIndex g;
-  DS_ASSIGN_OR_RETURN(g.map_, MappedFile::Open(path));
-  const uint8_t* p = g.map_.data();
-  uint64_t size = g.map_.size();
+  if (storage.caps().mmap && storage.caps().local_fd) {
+    DS_ASSIGN_OR_RETURN(g.map_, MappedFile::Open(path));
+  } else {
+    DS_ASSIGN_OR_RETURN(auto file, storage.OpenRead(path));
+    g.copy_size_ = file->size();
+    g.copy_.reset(new uint8_t[std::max<uint64_t>(g.copy_size_, 1)]);
+    DS_RETURN_IF_ERROR(file->ReadAt(0, g.copy_.get(), g.copy_size_));
+  }
+  const uint8_t* p = g.data();
+  uint64_t size = g.bytes();
   auto bad = [&](std::string_view why) {
     return Status(Code::kCorruption, fmt::format("{}: {}", path, why));
   };
@@ -101,19 +108,19 @@ Result<GlobalIndex> GlobalIndex::Open(const std::string& path) {
 }
 
 GlobalEntry GlobalIndex::entry(uint64_t i) const {
-  const uint8_t* p = map_.data() + kIndexHeaderSize + i * kGlobalEntrySize;
+  const uint8_t* p = data() + kIndexHeaderSize + i * kGlobalEntrySize;
   uint64_t w = LoadLE64(p + 8);
   return {static_cast<uint32_t>(w >> kLengthBits), LoadLE64(p), w & ((1ull << kLengthBits) - 1)};
 }
 
 std::pair<uint64_t, uint64_t> GlobalIndex::key_entry(uint64_t i) const {
-  const uint8_t* p = map_.data() + kIndexHeaderSize + count_ * kGlobalEntrySize + i * kKeyEntrySize;
+  const uint8_t* p = data() + kIndexHeaderSize + count_ * kGlobalEntrySize + i * kKeyEntrySize;
   return {LoadLE64(p), LoadLE64(p + 8)};
 }
 
 bool GlobalIndex::TrailerHashMatches() const {
-  uint64_t body = map_.size() - kIndexTrailerSize;
-  return Xxh3_64(map_.data(), body) == LoadLE64(map_.data() + body);
+  uint64_t body = bytes() - kIndexTrailerSize;
+  return Xxh3_64(data(), body) == LoadLE64(data() + body);
 }
 
 std::vector<uint64_t> GlobalIndex::Candidates(std::string_view key) const {

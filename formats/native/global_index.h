@@ -19,6 +19,7 @@
 
 #include "src/fd.h"
 #include "src/status.h"
+#include "src/storage.h"
 
 namespace ds::native {
 
@@ -58,7 +59,9 @@ class GlobalIndexBuilder {
 
 class GlobalIndex {
  public:
-  static Result<GlobalIndex> Open(const std::string& path);
+  // Maps the file where storage can (caps().mmap), else reads it whole into memory (24 bytes a
+  // sample): a remote index is fetched once, with one read.
+  static Result<GlobalIndex> Open(Storage& storage, const std::string& path);
   uint64_t size() const { return count_; }
   uint32_t shard_count() const { return shard_count_; }
   GlobalEntry entry(uint64_t i) const;  // REQUIRES: i < size()
@@ -70,7 +73,12 @@ class GlobalIndex {
   bool TrailerHashMatches() const;
 
  private:
+  const uint8_t* data() const { return map_.data() ? map_.data() : copy_.get(); }
+  uint64_t bytes() const { return map_.data() ? map_.size() : copy_size_; }
+
   MappedFile map_;
+  std::shared_ptr<uint8_t[]> copy_;  // where not mapped
+  uint64_t copy_size_ = 0;
   uint64_t count_ = 0;
   uint32_t shard_count_ = 0;
 };

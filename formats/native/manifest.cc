@@ -106,9 +106,11 @@ Result<Manifest> Manifest::Parse(const std::string& text, const std::string& wha
   return m;
 }
 
-Result<Manifest> Manifest::Load(const std::string& dir) {
+Result<Manifest> Manifest::Load(const std::string& dir) { return Load(*LocalStorage(), dir); }
+
+Result<Manifest> Manifest::Load(Storage& storage, const std::string& dir) {
   std::string path = dir + "/" + kManifestName;
-  auto text = ReadWholeFile(path);
+  auto text = ReadAll(storage, path);
   if (!text.ok()) {
     if (text.status().code() == Code::kNotFound) {
       return Status(Code::kNotFound,

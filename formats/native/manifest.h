@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "src/status.h"
+#include "src/storage.h"
 
 namespace ds::native {
 
@@ -46,6 +47,8 @@ struct Manifest {
   static Result<Manifest> Parse(const std::string& text, const std::string& what);
   // Loads DIR/manifest.json. kNotFound when absent.
   static Result<Manifest> Load(const std::string& dir);
+  // The same through storage (dir inside it).
+  static Result<Manifest> Load(Storage& storage, const std::string& dir);
 };
 
 // Shard file name for shard number n: "shard-000042.dsr".

@@ -33,13 +33,17 @@ Status MissingIsDamage(Status s, const std::string& dir, std::string_view name) 
 }  // namespace
 
 Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
+  return Open(LocalStorage(), dir);
+}
+
+Result<std::unique_ptr<Dataset>> Dataset::Open(std::shared_ptr<Storage> storage,
+                                               const std::string& dir) {
   auto d = std::make_unique<Dataset>();
   d->dir_ = dir;
-  DS_ASSIGN_OR_RETURN(d->manifest_, Manifest::Load(dir));
-  if (::stat((dir + "/" + kManifestName).c_str(), &d->manifest_stat_) != 0) {
-    return Status::FromErrno(errno, dir + "/" + kManifestName);
-  }
-  auto index = GlobalIndex::Open(dir + "/" + d->manifest_.index.name);
+  d->storage_ = std::move(storage);
+  DS_ASSIGN_OR_RETURN(d->manifest_, Manifest::Load(*d->storage_, dir));
+  DS_ASSIGN_OR_RETURN(d->manifest_stat_, d->storage_->Stat(dir + "/" + kManifestName, true));
+  auto index = GlobalIndex::Open(*d->storage_, dir + "/" + d->manifest_.index.name);
   if (!index.ok()) return MissingIsDamage(index.status(), dir, d->manifest_.index.name);
   d->index_ = std::move(index).value();
   if (d->index_.size() != d->manifest_.samples ||
@@ -49,7 +53,7 @@ Result<std::unique_ptr<Dataset>> Dataset::Open(const std::string& dir) {
                               kIndexName, d->index_.size(), d->index_.shard_count(),
                               d->manifest_.samples, d->manifest_.shards.size()));
   }
-  d->fds_.resize(d->manifest_.shards.size());
+  d->files_.resize(d->manifest_.shards.size());
   d->OpenShards();
   return d;
 }
@@ -59,53 +63,49 @@ void Dataset::OpenShards() {
   struct rlimit nofile;
   size_t budget = ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur != RLIM_INFINITY
                       ? static_cast<size_t>(nofile.rlim_cur / 2)
-                      : fds_.size();
-  for (size_t k = 0; k < fds_.size() && k < budget; k++) {
+                      : files_.size();
+  for (size_t k = 0; k < files_.size() && k < budget; k++) {
     const FileMeta& meta = manifest_.shards[k];
-    auto fd = OpenFile(dir_ + "/" + meta.name, O_RDONLY);
-    if (!fd.ok()) {
-      if (fd.status().err() == EMFILE || fd.status().err() == ENFILE) break;
-      continue;  // missing: ShardFd reports it when the shard is read
+    auto file = storage_->OpenRead(dir_ + "/" + meta.name);
+    if (!file.ok()) {
+      if (file.status().err() == EMFILE || file.status().err() == ENFILE) break;
+      continue;  // missing: ShardFile reports it when the shard is read
     }
-    auto size = FileSize(fd->get(), meta.name);
-    if (size.ok() && *size == meta.size) fds_[k] = std::move(fd).value();
+    if ((*file)->size() == meta.size) files_[k] = std::move(file).value();
   }
   // Replaced while these were opened: none of them is known to be this dataset's.
   if (!CheckNotReplaced().ok()) {
-    for (auto& fd : fds_) fd = OwnedFd();
+    for (auto& f : files_) f.reset();
   }
 }
 
-Result<int> Dataset::ShardFd(uint32_t shard) const {
-  if (shard >= fds_.size()) {
+Result<const RandomAccessFile*> Dataset::ShardFile(uint32_t shard) const {
+  if (shard >= files_.size()) {
     return Status(Code::kCorruption, fmt::format("{}/{}: entry names shard {} of {}", dir_,
-                                                 kIndexName, shard, fds_.size()));
+                                                 kIndexName, shard, files_.size()));
   }
   std::lock_guard<std::mutex> lock(mu_);
-  if (!fds_[shard].valid()) {
+  if (!files_[shard]) {
     const FileMeta& meta = manifest_.shards[shard];
-    auto opened = OpenFile(dir_ + "/" + meta.name, O_RDONLY);
-    DS_RETURN_IF_ERROR(CheckNotReplaced());  // after the open: then the fd is of this dataset
+    auto opened = storage_->OpenRead(dir_ + "/" + meta.name);
+    DS_RETURN_IF_ERROR(CheckNotReplaced());  // after the open: then the file is of this dataset
     if (!opened.ok()) return MissingIsDamage(opened.status(), dir_, meta.name);
-    OwnedFd fd = std::move(opened).value();
-    DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), meta.name));
+    uint64_t size = (*opened)->size();
     if (size != meta.size) {
       return Status(Code::kCorruption,
                     fmt::format("{}: {} bytes, but the manifest says {} (truncated or replaced); "
                                 "run `dspack verify {}`",
                                 meta.name, size, meta.size, dir_));
     }
-    fds_[shard] = std::move(fd);
+    files_[shard] = std::move(opened).value();
   }
-  return fds_[shard].get();
+  return files_[shard].get();
 }
 
 Status Dataset::CheckNotReplaced() const {
-  struct stat now;
-  if (::stat((dir_ + "/" + kManifestName).c_str(), &now) == 0 &&
-      now.st_dev == manifest_stat_.st_dev && now.st_ino == manifest_stat_.st_ino &&
-      now.st_mtim.tv_sec == manifest_stat_.st_mtim.tv_sec &&
-      now.st_mtim.tv_nsec == manifest_stat_.st_mtim.tv_nsec) {
+  auto now = storage_->Stat(dir_ + "/" + kManifestName, true);
+  if (now.ok() && now->device == manifest_stat_.device && now->inode == manifest_stat_.inode &&
+      now->mtime_ns == manifest_stat_.mtime_ns && now->size == manifest_stat_.size) {
     return Status::Ok();
   }
   return Status(Code::kIOError,
@@ -133,14 +133,14 @@ std::string Dataset::Where(uint64_t i, const GlobalEntry& e) const {
 
 Result<Sample> Dataset::Get(uint64_t i) const {
   DS_ASSIGN_OR_RETURN(GlobalEntry e, Entry(i));
-  DS_ASSIGN_OR_RETURN(int fd, ShardFd(e.shard));
-  return ReadRecordAt(fd, e.offset, e.length, Where(i, e));
+  DS_ASSIGN_OR_RETURN(const RandomAccessFile* file, ShardFile(e.shard));
+  return ReadRecordAt(*file, e.offset, e.length, Where(i, e));
 }
 
-Result<std::pair<int, GlobalEntry>> Dataset::RecordExtent(uint64_t i) const {
+Result<std::pair<const RandomAccessFile*, GlobalEntry>> Dataset::RecordExtent(uint64_t i) const {
   DS_ASSIGN_OR_RETURN(GlobalEntry e, Entry(i));
-  DS_ASSIGN_OR_RETURN(int fd, ShardFd(e.shard));
-  return std::make_pair(fd, e);
+  DS_ASSIGN_OR_RETURN(const RandomAccessFile* file, ShardFile(e.shard));
+  return std::make_pair(file, e);
 }
 
 Result<Sample> Dataset::DecodeRecordBytes(uint64_t i, const GlobalEntry& e,
@@ -154,14 +154,14 @@ Result<Sample> Dataset::DecodeRecordBytes(uint64_t i, const GlobalEntry& e,
 
 Result<RecordHead> Dataset::Head(uint64_t i) const {
   DS_ASSIGN_OR_RETURN(GlobalEntry e, Entry(i));
-  DS_ASSIGN_OR_RETURN(int fd, ShardFd(e.shard));
-  return ReadRecordHeadAt(fd, e.offset, e.length, Where(i, e));
+  DS_ASSIGN_OR_RETURN(const RandomAccessFile* file, ShardFile(e.shard));
+  return ReadRecordHeadAt(*file, e.offset, e.length, Where(i, e));
 }
 
 Status Dataset::StreamPayload(uint64_t i, const RecordHead& head,
                               const std::function<Status(size_t, std::string_view)>& fn) const {
   DS_ASSIGN_OR_RETURN(GlobalEntry e, Entry(i));
-  DS_ASSIGN_OR_RETURN(int fd, ShardFd(e.shard));
+  DS_ASSIGN_OR_RETURN(const RandomAccessFile* file, ShardFile(e.shard));
   std::string where = Where(i, e);
   std::string buf(std::min<uint64_t>(head.payload_len(), 1 << 20), '\0');
   uint64_t pos = e.offset + head.payload_offset();
@@ -171,7 +171,7 @@ Status Dataset::StreamPayload(uint64_t i, const RecordHead& head,
     if (left == 0) DS_RETURN_IF_ERROR(fn(f, std::string_view()));
     while (left > 0) {
       size_t k = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
-      DS_RETURN_IF_ERROR(ReadFullAt(fd, buf.data(), k, pos, where));
+      DS_RETURN_IF_ERROR(file->ReadAt(pos, buf.data(), k, where));
       crc = Crc32cExtend(crc, buf.data(), k);
       DS_RETURN_IF_ERROR(fn(f, std::string_view(buf.data(), k)));
       pos += k;
@@ -179,7 +179,7 @@ Status Dataset::StreamPayload(uint64_t i, const RecordHead& head,
     }
   }
   uint8_t stored[4];
-  DS_RETURN_IF_ERROR(ReadFullAt(fd, stored, 4, pos, where));
+  DS_RETURN_IF_ERROR(file->ReadAt(pos, stored, 4, where));
   if (LoadLE32(stored) != crc) {
     return Status(Code::kCorruption,
                   fmt::format("{} (key {}): data checksum mismatch", where, EscapeBytes(head.key)));
@@ -199,7 +199,7 @@ Result<std::optional<uint64_t>> Dataset::Find(std::string_view key) const {
 Result<std::vector<std::string>> Dataset::Classes() const {
   std::vector<std::string> out;
   if (manifest_.label_field.empty()) return out;
-  auto read = ReadWholeFile(dir_ + "/" + kClassesName);
+  auto read = ReadAll(*storage_, dir_ + "/" + kClassesName);
   if (!read.ok()) return MissingIsDamage(read.status(), dir_, kClassesName);
   std::string text = std::move(read).value();
   size_t pos = 0;

@@ -166,6 +166,9 @@ struct DatasetWriter::Part {
 
 class Dataset {
  public:
+  // dir inside storage; the path-only form is local.
+  static Result<std::unique_ptr<Dataset>> Open(std::shared_ptr<Storage> storage,
+                                               const std::string& dir);
   static Result<std::unique_ptr<Dataset>> Open(const std::string& dir);
   const Manifest& manifest() const { return manifest_; }
   const std::string& dir() const { return dir_; }
@@ -184,8 +187,8 @@ class Dataset {
   // Where sample i's record is (checked against the manifest's shard sizes).
   Result<GlobalEntry> Locate(uint64_t i) const { return Entry(i); }
   std::string ShardPath(uint32_t shard) const { return dir_ + "/" + manifest_.shards[shard].name; }
-  // Sample i's record for a batched read: its shard's fd (owned by the dataset) and its range.
-  Result<std::pair<int, GlobalEntry>> RecordExtent(uint64_t i) const;
+  // Sample i's record for a batched read: its shard's file (owned by the dataset) and its range.
+  Result<std::pair<const RandomAccessFile*, GlobalEntry>> RecordExtent(uint64_t i) const;
   // Decodes sample i from exactly its record's bytes (checked as Get checks them).
   Result<Sample> DecodeRecordBytes(uint64_t i, const GlobalEntry& e, std::string_view bytes) const;
   // Class names from classes.txt (empty when the dataset has no labels).
@@ -200,9 +203,9 @@ class Dataset {
   // manifest.json must still be the file Open read (convert --force removes it before any shard
   // and writes a new one last), else kIOError "replaced or removed since it was opened": a shard
   // of another dataset is never read under this one's index.
-  Result<int> ShardFd(uint32_t shard) const;
+  Result<const RandomAccessFile*> ShardFile(uint32_t shard) const;
   Status CheckNotReplaced() const;
-  void OpenShards();  // at Open: every shard it can, of the right size (see ShardFd)
+  void OpenShards();  // at Open: every shard it can, of the right size (see ShardFile)
   // Entry i of the global index, checked against the manifest's shard sizes.
   Result<GlobalEntry> Entry(uint64_t i) const;
   std::string Where(uint64_t i, const GlobalEntry& e) const;
@@ -211,8 +214,9 @@ class Dataset {
   Manifest manifest_;
   GlobalIndex index_;
   mutable std::mutex mu_;
-  mutable std::vector<OwnedFd> fds_;
-  struct stat manifest_stat_ = {};  // manifest.json as Open read it
+  std::shared_ptr<Storage> storage_;
+  mutable std::vector<std::unique_ptr<RandomAccessFile>> files_;
+  FileInfo manifest_stat_;  // manifest.json as Open read it
 };
 
 }  // namespace ds::native

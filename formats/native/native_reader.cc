@@ -16,9 +16,10 @@ namespace {
 
 class NativeReader : public LayoutReader {
  public:
-  Status Load(const std::string& path) {
-    path_ = path;
-    DS_ASSIGN_OR_RETURN(ds_, Dataset::Open(path));
+  Status Load(const StorageRef& at) {
+    path_ = at.path;
+    storage_ = at.storage;
+    DS_ASSIGN_OR_RETURN(ds_, Dataset::Open(storage_, path_));
     label_field_ = ds_->manifest().label_field;
     if (!label_field_.empty()) {
       DS_ASSIGN_OR_RETURN(classes_, ds_->Classes());
@@ -134,10 +135,10 @@ DatasetFile FromMeta(const FileMeta& f) {
 
 }  // namespace
 
-Result<std::unique_ptr<LayoutReader>> OpenReader(const std::string& dir,
+Result<std::unique_ptr<LayoutReader>> OpenReader(const StorageRef& at,
                                                  const std::set<std::string>*) {
   auto r = std::make_unique<NativeReader>();
-  DS_RETURN_IF_ERROR(r->Load(dir));
+  DS_RETURN_IF_ERROR(r->Load(at));
   return std::unique_ptr<LayoutReader>(std::move(r));
 }
 
@@ -148,7 +149,9 @@ Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
 }
 
 Result<std::optional<DatasetFiles>> ListFiles(const std::string& dir) {
-  if (!Detect(dir)) return std::optional<DatasetFiles>();
+  if (!LocalStorage()->Stat(dir + "/" + kManifestName, true).ok()) {
+    return std::optional<DatasetFiles>();
+  }
   DS_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(dir));
   DatasetFiles files;
   files.commit_point = kManifestName;
@@ -167,10 +170,6 @@ Status Verify(const std::string& dir, LayoutVerifyReport* r, const LayoutProgres
   DS_RETURN_IF_ERROR(VerifyDataset(dir, &v, progress));
   *r = {v.shards, v.records, v.bytes, std::move(v.problems)};
   return Status::Ok();
-}
-
-bool Detect(const std::string& dir) {
-  return ::access((dir + "/" + kManifestName).c_str(), F_OK) == 0;
 }
 
 }  // namespace ds::native

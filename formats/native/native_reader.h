@@ -15,15 +15,13 @@
 namespace ds::native {
 
 // `present` (a subset view's shards) needs nothing here: shards are opened lazily.
-Result<std::unique_ptr<LayoutReader>> OpenReader(const std::string& dir,
+Result<std::unique_ptr<LayoutReader>> OpenReader(const StorageRef& at,
                                                  const std::set<std::string>* present = nullptr);
 Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
                                                    const WriterOptions& options);
 // nullopt when dir holds no manifest.
 Result<std::optional<DatasetFiles>> ListFiles(const std::string& dir);
 Status Verify(const std::string& dir, LayoutVerifyReport* report, const LayoutProgress& progress);
-// Whether dir holds a native dataset's commit point.
-bool Detect(const std::string& dir);
 // Files a native dataset directory may hold, their .tmp forms included (what replacing it may
 // remove).
 bool IsDatasetFile(std::string_view name);

@@ -206,14 +206,15 @@ Result<Sample> DecodeRecord(const uint8_t* p, uint64_t length, std::string_view 
   return s;
 }
 
-Result<Sample> ReadRecordAt(int fd, uint64_t offset, uint64_t length, std::string_view where) {
+Result<Sample> ReadRecordAt(const RandomAccessFile& file, uint64_t offset, uint64_t length,
+                            std::string_view where) {
   DS_RETURN_IF_ERROR(CheckRecordLength(length, where));
   // The head first (one small pread nearly always holds it), then each field straight into its
   // own string with one preadv: payload bytes are copied once, out of the page cache.
   constexpr size_t kHeadGuess = 512;
   uint8_t guess[kHeadGuess];
   size_t first = static_cast<size_t>(std::min<uint64_t>(length, kHeadGuess));
-  DS_RETURN_IF_ERROR(ReadFullAt(fd, guess, first, offset, where));
+  DS_RETURN_IF_ERROR(file.ReadAt(offset, guess, first, where));
   DS_ASSIGN_OR_RETURN(uint32_t meta_len, PeekMetaLen(guess, where));
   DS_RETURN_IF_ERROR(CheckHeadLength(meta_len, length, where));
   uint64_t head_len = kRecordFixedSize + uint64_t{meta_len};
@@ -221,7 +222,7 @@ Result<Sample> ReadRecordAt(int fd, uint64_t offset, uint64_t length, std::strin
   const uint8_t* hp = guess;
   if (head_len > first) {
     big.resize(head_len);
-    DS_RETURN_IF_ERROR(ReadFullAt(fd, big.data(), head_len, offset, where));
+    DS_RETURN_IF_ERROR(file.ReadAt(offset, big.data(), head_len, where));
     hp = reinterpret_cast<const uint8_t*>(big.data());
   }
   DS_ASSIGN_OR_RETURN(RecordHead head, DecodeRecordHead(hp, head_len, where));
@@ -237,26 +238,25 @@ Result<Sample> ReadRecordAt(int fd, uint64_t offset, uint64_t length, std::strin
     if (f.size > 0) iov.push_back({s.fields.back().data.data(), f.size});
   }
   iov.push_back({trailer, sizeof trailer});
-  DS_RETURN_IF_ERROR(
-      ReadFullAtV(fd, iov.data(), iov.size(), offset + head.payload_offset(), where));
+  DS_RETURN_IF_ERROR(file.ReadAtV(iov.data(), iov.size(), offset + head.payload_offset(), where));
   DS_RETURN_IF_ERROR(CheckDataCrc(s, LoadLE32(trailer), where));
   return s;
 }
 
-Result<RecordHead> ReadRecordHeadAt(int fd, uint64_t offset, uint64_t length,
+Result<RecordHead> ReadRecordHeadAt(const RandomAccessFile& file, uint64_t offset, uint64_t length,
                                     std::string_view where) {
   if (length < kRecordFixedSize + kRecordTrailerSize) {
     return Status(Code::kCorruption, fmt::format("{}: invalid record length {}", where, length));
   }
   uint8_t fixed[kRecordFixedSize];
-  DS_RETURN_IF_ERROR(ReadFullAt(fd, fixed, sizeof fixed, offset, where));
+  DS_RETURN_IF_ERROR(file.ReadAt(offset, fixed, sizeof fixed, where));
   DS_ASSIGN_OR_RETURN(uint32_t meta_len, PeekMetaLen(fixed, where));
   if (kRecordFixedSize + meta_len + kRecordTrailerSize > length) {
     return Status(Code::kCorruption,
                   fmt::format("{}: meta_len {} runs past the record", where, meta_len));
   }
   std::string buf(kRecordFixedSize + meta_len, '\0');
-  DS_RETURN_IF_ERROR(ReadFullAt(fd, buf.data(), buf.size(), offset, where));
+  DS_RETURN_IF_ERROR(file.ReadAt(offset, buf.data(), buf.size(), where));
   DS_ASSIGN_OR_RETURN(
       RecordHead head,
       DecodeRecordHead(reinterpret_cast<const uint8_t*>(buf.data()), buf.size(), where));
@@ -270,10 +270,15 @@ Result<RecordHead> ReadRecordHeadAt(int fd, uint64_t offset, uint64_t length,
 }
 
 Result<ShardReader> ShardReader::Open(const std::string& path, std::string display) {
+  return Open(*LocalStorage(), path, std::move(display));
+}
+
+Result<ShardReader> ShardReader::Open(Storage& storage, const std::string& path,
+                                      std::string display) {
   ShardReader r;
   r.display_ = std::move(display);
-  DS_ASSIGN_OR_RETURN(r.fd_, OpenFile(path, O_RDONLY));
-  DS_ASSIGN_OR_RETURN(r.size_, FileSize(r.fd_.get(), path));
+  DS_ASSIGN_OR_RETURN(r.file_, storage.OpenRead(path));
+  r.size_ = r.file_->size();
   const std::string& d = r.display_;
   if (r.size_ < kShardHeaderSize + kFooterSize) {
     return Status(Code::kCorruption, fmt::format("{}: {} bytes is too short for a shard "
@@ -281,10 +286,10 @@ Result<ShardReader> ShardReader::Open(const std::string& path, std::string displ
                                                  d, r.size_));
   }
   uint8_t head[kShardHeaderSize];
-  DS_RETURN_IF_ERROR(ReadFullAt(r.fd_.get(), head, sizeof head, 0, d));
+  DS_RETURN_IF_ERROR(r.file_->ReadAt(0, head, sizeof head, d));
   DS_ASSIGN_OR_RETURN(r.header_, DecodeShardHeader(head, d));
   uint8_t foot[kFooterSize];
-  DS_RETURN_IF_ERROR(ReadFullAt(r.fd_.get(), foot, sizeof foot, r.size_ - kFooterSize, d));
+  DS_RETURN_IF_ERROR(r.file_->ReadAt(r.size_ - kFooterSize, foot, sizeof foot, d));
   DS_ASSIGN_OR_RETURN(Footer footer, DecodeFooter(foot, d));
   uint64_t index_bytes = footer.record_count * kIndexEntrySize;
   if (footer.record_count > r.size_ / kIndexEntrySize ||
@@ -295,7 +300,7 @@ Result<ShardReader> ShardReader::Open(const std::string& path, std::string displ
                               d, footer.record_count, footer.index_offset, r.size_));
   }
   std::string idx(index_bytes, '\0');
-  DS_RETURN_IF_ERROR(ReadFullAt(r.fd_.get(), idx.data(), idx.size(), footer.index_offset, d));
+  DS_RETURN_IF_ERROR(r.file_->ReadAt(footer.index_offset, idx.data(), idx.size(), d));
   if (Crc32c(idx) != footer.index_crc) {
     return Status(Code::kCorruption,
                   fmt::format("{}: index at offset {}: checksum mismatch", d, footer.index_offset));
@@ -327,11 +332,11 @@ static std::string Where(const ShardReader& r, uint64_t i) {
 }
 
 Result<RecordHead> ShardReader::ReadHead(uint64_t i) const {
-  return ReadRecordHeadAt(fd_.get(), index_[i].offset, index_[i].length, Where(*this, i));
+  return ReadRecordHeadAt(*file_, index_[i].offset, index_[i].length, Where(*this, i));
 }
 
 Result<Sample> ShardReader::Read(uint64_t i) const {
-  return ReadRecordAt(fd_.get(), index_[i].offset, index_[i].length, Where(*this, i));
+  return ReadRecordAt(*file_, index_[i].offset, index_[i].length, Where(*this, i));
 }
 
 }  // namespace ds::native

@@ -7,9 +7,10 @@
 // A record in progress can be dropped with CancelRecord() (e.g. its input file changed while
 // being read): the file is truncated back and the hash state restored.
 //
-// ShardReader opens a finished shard with pread (never mmap, so a truncated file yields an error,
-// never SIGBUS). Open() checks header, footer and index checksums. Read(i) returns a whole sample
-// after checking both record checksums. Methods are const and thread-safe after Open().
+// ShardReader opens a finished shard through a Storage (src/storage.h) with positioned reads (never
+// mmap, so a truncated file yields an error, never SIGBUS). Open() checks header, footer and index
+// checksums. Read(i) returns a whole sample after checking both record checksums. Methods are const
+// and thread-safe after Open().
 #pragma once
 
 #include <cstdint>
@@ -25,6 +26,7 @@
 #include "src/fd.h"
 #include "src/file_writer.h"
 #include "src/status.h"
+#include "src/storage.h"
 
 namespace ds::native {
 
@@ -88,14 +90,16 @@ class ShardWriter {
 
 class ShardReader {
  public:
-  // `display` names the shard in messages (e.g. "shard-000003.dsr").
+  // `display` names the shard in messages (e.g. "shard-000003.dsr"). path is inside storage.
+  static Result<ShardReader> Open(Storage& storage, const std::string& path, std::string display);
+  // A local path.
   static Result<ShardReader> Open(const std::string& path, std::string display);
 
   const ShardHeader& header() const { return header_; }
   uint64_t size() const { return size_; }
   uint64_t record_count() const { return index_.size(); }
   const std::vector<IndexEntry>& index() const { return index_; }
-  int fd() const { return fd_.get(); }
+  const RandomAccessFile& file() const { return *file_; }
   const std::string& display() const { return display_; }
 
   // Reads record i's head only (key, field names and sizes); checks the header crc.
@@ -104,20 +108,21 @@ class ShardReader {
   Result<Sample> Read(uint64_t i) const;
 
  private:
-  OwnedFd fd_;
+  std::unique_ptr<RandomAccessFile> file_;
   std::string display_;
   uint64_t size_ = 0;
   ShardHeader header_;
   std::vector<IndexEntry> index_;
 };
 
-// Reads the record at [offset, offset+length) of fd, checks it and decodes it.
+// Reads the record at [offset, offset+length) of file, checks it and decodes it.
 // `where` is the message prefix ("shard-000001.dsr: record 7 at offset 4096").
-Result<Sample> ReadRecordAt(int fd, uint64_t offset, uint64_t length, std::string_view where);
+Result<Sample> ReadRecordAt(const RandomAccessFile& file, uint64_t offset, uint64_t length,
+                            std::string_view where);
 // Decodes and checks the record held whole in p[0, length) (a batched read's buffer).
 Result<Sample> DecodeRecord(const uint8_t* p, uint64_t length, std::string_view where);
 // Reads only the head of the record at offset (length is its record_len).
-Result<RecordHead> ReadRecordHeadAt(int fd, uint64_t offset, uint64_t length,
+Result<RecordHead> ReadRecordHeadAt(const RandomAccessFile& file, uint64_t offset, uint64_t length,
                                     std::string_view where);
 
 }  // namespace ds::native

@@ -48,12 +48,10 @@ class ShardChecker {
     const FileMeta& meta = m_.shards[shard_no];
     name_ = meta.name;
     std::string path = dir_ + "/" + meta.name;
-    auto fd = OpenFile(path, O_RDONLY);
-    if (!fd.ok()) return Problem(0, "", "cannot open: " + fd.status().message());
-    fd_ = fd->get();
-    auto size = FileSize(fd_, path);
-    if (!size.ok()) return Problem(0, "", size.status().message());
-    size_ = *size;
+    auto file = storage_.OpenRead(path);
+    if (!file.ok()) return Problem(0, "", "cannot open: " + file.status().message());
+    file_ = std::move(file).value();
+    size_ = file_->size();
     if (size_ != meta.size) {
       Problem(size_, "",
               fmt::format("file is {} bytes, manifest says {} (truncated or appended)", size_,
@@ -74,13 +72,13 @@ class ShardChecker {
   }
 
   void HashPass(const FileMeta& meta) {
-    ::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+    if (file_->fd() >= 0) ::posix_fadvise(file_->fd(), 0, 0, POSIX_FADV_SEQUENTIAL);
     Xxh3Hasher h;
     std::string buf(kChunk, '\0');
     uint64_t off = 0;
     while (off < size_) {
       size_t n = static_cast<size_t>(std::min<uint64_t>(kChunk, size_ - off));
-      Status s = ReadFullAt(fd_, buf.data(), n, off, name_);
+      Status s = file_->ReadAt(off, buf.data(), n, name_);
       if (!s.ok()) return Problem(off, "", s.message());
       h.Update(buf.data(), n);
       off += n;
@@ -97,7 +95,7 @@ class ShardChecker {
     std::string buf(static_cast<size_t>(std::min<uint64_t>(n, kChunk)), '\0');
     while (n > 0) {
       size_t k = static_cast<size_t>(std::min<uint64_t>(n, buf.size()));
-      if (!ReadFullAt(fd_, buf.data(), k, off, name_).ok()) return false;
+      if (!file_->ReadAt(off, buf.data(), k, name_).ok()) return false;
       if (std::any_of(buf.begin(), buf.begin() + static_cast<long>(k), [](char c) { return c; })) {
         return false;
       }
@@ -116,13 +114,13 @@ class ShardChecker {
       return std::nullopt;
     }
     uint8_t fixed[kRecordFixedSize];
-    if (!ReadFullAt(fd_, fixed, sizeof fixed, off, where).ok()) {
+    if (!file_->ReadAt(off, fixed, sizeof fixed, where).ok()) {
       Problem(off, "", "unreadable record");
       return std::nullopt;
     }
     uint64_t len = LoadLE64(fixed + 8);
     if (len > limit - off) len = limit - off;  // the head check below will flag it
-    auto head = ReadRecordHeadAt(fd_, off, std::max<uint64_t>(len, kRecordFixedSize + 4), where);
+    auto head = ReadRecordHeadAt(*file_, off, std::max<uint64_t>(len, kRecordFixedSize + 4), where);
     if (!head.ok()) {
       Problem(off, "", After(head.status().message(), where));
       return std::nullopt;
@@ -135,13 +133,13 @@ class ShardChecker {
     while (left > 0) {
       size_t k = static_cast<size_t>(std::min<uint64_t>(left, kChunk));
       buf.resize(k);
-      if (!ReadFullAt(fd_, buf.data(), k, pos, where).ok()) break;
+      if (!file_->ReadAt(pos, buf.data(), k, where).ok()) break;
       crc = Crc32cExtend(crc, buf.data(), k);
       pos += k;
       left -= k;
     }
     uint8_t stored[4];
-    if (left > 0 || !ReadFullAt(fd_, stored, 4, off + h.record_len - 4, where).ok() ||
+    if (left > 0 || !file_->ReadAt(off + h.record_len - 4, stored, 4, where).ok() ||
         LoadLE32(stored) != crc) {
       Problem(off, h.key, "data checksum mismatch");
     }
@@ -153,7 +151,7 @@ class ShardChecker {
     uint8_t head[kShardHeaderSize];
     uint32_t align = m_.align;
     uint64_t first = meta.first_sample;
-    if (size_ < kShardHeaderSize || !ReadFullAt(fd_, head, sizeof head, 0, name_).ok()) {
+    if (size_ < kShardHeaderSize || !file_->ReadAt(0, head, sizeof head, name_).ok()) {
       return Problem(0, "", "file too short for a shard header");
     }
     auto hdr = DecodeShardHeader(head, name_);
@@ -225,7 +223,8 @@ class ShardChecker {
   VerifyReport* r_;
   const VerifyProgress& progress_;
   std::string name_;
-  int fd_ = -1;
+  Storage& storage_ = *LocalStorage();
+  std::unique_ptr<RandomAccessFile> file_;
   uint64_t size_ = 0;
 };
 
@@ -259,7 +258,7 @@ Status VerifyDataset(const std::string& dir, VerifyReport* report, const VerifyP
   std::string index_path = dir + "/" + m.index.name;
   CheckWholeFileHash(index_path, m.index, report);
   std::optional<GlobalIndex> gi;
-  auto opened = GlobalIndex::Open(index_path);
+  auto opened = GlobalIndex::Open(*LocalStorage(), index_path);
   if (opened.ok()) {
     gi = std::move(opened).value();
     if (!gi->TrailerHashMatches()) {

@@ -148,21 +148,25 @@ std::string ZipArchive::Where(uint64_t m) const {
 }
 
 Result<ZipArchive> ZipArchive::Open(const std::string& path, OpenMode mode) {
+  return Open(*LocalStorage(), path, mode);
+}
+
+Result<ZipArchive> ZipArchive::Open(Storage& storage, const std::string& path, OpenMode mode) {
   ZipArchive z;
   z.path_ = path;
   z.check_supported_ = mode == OpenMode::kRead;
-  DS_ASSIGN_OR_RETURN(z.fd_, OpenFile(path, O_RDONLY));
-  DS_ASSIGN_OR_RETURN(z.file_size_, FileSize(z.fd_.get(), path));
+  DS_ASSIGN_OR_RETURN(z.file_, storage.OpenRead(path));
+  z.file_size_ = z.file_->size();
   DS_ASSIGN_OR_RETURN(Eocd eocd, z.ReadEocd());
   DS_RETURN_IF_ERROR(z.ReadCentralDirectory(eocd));
   return z;
 }
 
 Result<ZipArchive::Eocd> ZipArchive::ReadEocd() const {
-  const int fd = fd_.get();
+  const RandomAccessFile& file = *file_;
   uint64_t tail = std::min<uint64_t>(file_size_, kEocdSize + kMaxComment);
   std::string buf(tail, '\0');
-  DS_RETURN_IF_ERROR(ReadFullAt(fd, buf.data(), tail, file_size_ - tail, path_));
+  DS_RETURN_IF_ERROR(file.ReadAt(file_size_ - tail, buf.data(), tail, path_));
   uint64_t eocd_pos = file_size_;
   for (size_t i = tail >= kEocdSize ? tail - kEocdSize + 1 : 0; i-- > 0;) {
     if (LoadLE32(&buf[i]) == kEocdSig && i + kEocdSize + LoadLE16(&buf[i + 20]) <= tail) {
@@ -189,7 +193,7 @@ Result<ZipArchive::Eocd> ZipArchive::ReadEocd() const {
   if (eocd_pos >= kLocator64Size) {
     char loc[kLocator64Size];
     uint64_t loc_pos = eocd_pos - kLocator64Size;
-    DS_RETURN_IF_ERROR(ReadFullAt(fd, loc, sizeof loc, loc_pos, path_));
+    DS_RETURN_IF_ERROR(file.ReadAt(loc_pos, loc, sizeof loc, path_));
     if (LoadLE32(loc) == kLocator64Sig) {
       disks = LoadLE32(loc + 16);
       // The locator's offset ignores prepended bytes; zipfile looks right before the locator.
@@ -199,7 +203,7 @@ Result<ZipArchive::Eocd> ZipArchive::ReadEocd() const {
       uint64_t rec_pos = loc_pos;
       for (uint64_t c : candidates) {
         if (c > loc_pos || loc_pos - c < kEocd64Size) continue;
-        DS_RETURN_IF_ERROR(ReadFullAt(fd, rec, sizeof rec, c, path_));
+        DS_RETURN_IF_ERROR(file.ReadAt(c, rec, sizeof rec, path_));
         if (LoadLE32(rec) == kEocd64Sig) {
           rec_pos = c;
           break;
@@ -281,7 +285,7 @@ Status ZipArchive::CheckSupported(std::string_view name, const Member& m, std::s
 Status ZipArchive::ReadCentralDirectory(const Eocd& eocd) {
   if (eocd.cd_size >= 4) {  // a garbage end record must not make us read a huge directory
     char sig[4];
-    DS_RETURN_IF_ERROR(ReadFullAt(fd_.get(), sig, sizeof sig, eocd.cd_start, path_));
+    DS_RETURN_IF_ERROR(file_->ReadAt(eocd.cd_start, sig, sizeof sig, path_));
     if (LoadLE32(sig) != kCentralSig) {
       return Status(Code::kBadInput,
                     fmt::format("{}: offset {}: no central directory entry signature where the "
@@ -290,7 +294,7 @@ Status ZipArchive::ReadCentralDirectory(const Eocd& eocd) {
     }
   }
   std::string cd(eocd.cd_size, '\0');  // cd_size <= file size, checked in ReadEocd
-  DS_RETURN_IF_ERROR(ReadFullAt(fd_.get(), cd.data(), cd.size(), eocd.cd_start, path_));
+  DS_RETURN_IF_ERROR(file_->ReadAt(eocd.cd_start, cd.data(), cd.size(), path_));
   struct Entry {
     std::string_view name;
     Member m;
@@ -467,7 +471,7 @@ Result<uint64_t> ZipArchive::ReadMember(uint64_t mi, std::string* out) const {
                               Where(mi), file_size_));
   }
   char h[kLocalSize];
-  DS_RETURN_IF_ERROR(ReadFullAt(fd_.get(), h, sizeof h, m.local_offset, path_));
+  DS_RETURN_IF_ERROR(file_->ReadAt(m.local_offset, h, sizeof h, path_));
   if (LoadLE32(h) != kLocalSig) {
     return Status(Code::kBadInput,
                   fmt::format("{}: no local file header signature there (found {:08x}, want "
@@ -490,8 +494,7 @@ Result<uint64_t> ZipArchive::ReadMember(uint64_t mi, std::string* out) const {
                     Where(mi), m.compressed_size, m.local_offset + kLocalSize + head, file_size_));
   }
   raw.resize(head + m.compressed_size);
-  DS_RETURN_IF_ERROR(
-      ReadFullAt(fd_.get(), raw.data(), raw.size(), m.local_offset + kLocalSize, path_));
+  DS_RETURN_IF_ERROR(file_->ReadAt(m.local_offset + kLocalSize, raw.data(), raw.size(), path_));
   std::string local_decoded;
   std::string_view local_name =
       ZipName(std::string_view(raw.data(), LoadLE16(h + 26)), flags, &local_decoded);

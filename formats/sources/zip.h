@@ -20,7 +20,8 @@
 // crashes the reader: every length is checked against the file before it is read or allocated.
 //
 // Thread-safety: a ZipArchive is immutable after Open; ReadMember/ReadSample may be called from
-// many threads at once (pread on one fd, per-thread inflate state and buffers). Move-only.
+// many threads at once (positioned reads of one file, per-thread inflate state and buffers).
+// Move-only.
 //
 // WriteZip stores the regular files under SRC_DIR (FileTree::Scan order, names relative to
 // SRC_DIR) as ZIP_PATH: every member streamed through a bounded buffer, its local header patched
@@ -38,6 +39,7 @@
 #include "formats/sources/dir_source.h"
 #include "src/fd.h"
 #include "src/status.h"
+#include "src/storage.h"
 
 namespace ds {
 
@@ -83,6 +85,9 @@ class ZipArchive {
   // trick) are refused, naming both: kBadInput.
   enum class OpenMode { kRead, kStructure };
   static Result<ZipArchive> Open(const std::string& path, OpenMode mode = OpenMode::kRead);
+  // The same through storage (path inside it).
+  static Result<ZipArchive> Open(Storage& storage, const std::string& path,
+                                 OpenMode mode = OpenMode::kRead);
 
   ZipArchive() = default;
   ZipArchive(ZipArchive&&) noexcept = default;
@@ -123,7 +128,7 @@ class ZipArchive {
   std::string Where(uint64_t m) const;  // "ZIP: member NAME at offset N"
 
   std::string path_;
-  OwnedFd fd_;
+  std::unique_ptr<RandomAccessFile> file_;
   uint64_t file_size_ = 0;
   FileTree tree_;
   bool check_supported_ = true;  // OpenMode::kRead
