@@ -83,6 +83,10 @@ struct CompareRun {
   // Summary over the measured epochs (warm: all but the priming one).
   double samples_per_sec = 0, bytes_per_sec = 0, opens_per_sec = 0, first_batch_seconds = 0;
   double capacity_samples_per_sec = 0;  // what the workers could deliver if never idle
+  // The storage bill of the measured epochs (src/storage_decorators.h) and their samples; unset
+  // where dsbench did not do the reads.
+  std::optional<StorageOps> ops;
+  uint64_t ops_samples = 0;
   // The spread of the ranking score (samples/s, or capacity with an accelerator) over the
   // measured epochs, and how many there were: a median of fewer than 3 is said to be one.
   double score_min = 0, score_max = 0;

@@ -145,6 +145,13 @@ void SummarizeRun(CompareRun* run) {
     }
     run->sample_lat.Merge(e.sample_lat);
     run->wait_lat.Merge(e.wait_lat);
+    if (e.ops) {
+      if (!run->ops) run->ops = StorageOps{};
+      for (size_t k = 0; k < kStorageOpCount; k++) run->ops->count[k] += e.ops->count[k];
+      run->ops->read_bytes += e.ops->read_bytes;
+      run->ops->write_bytes += e.ops->write_bytes;
+      run->ops_samples += e.samples;
+    }
   }
   run->samples_per_sec = Median(sps);
   run->bytes_per_sec = Median(bps);
@@ -249,28 +256,30 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
   auto opt = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
   json runs = json::array();
   for (const auto& run : r.runs) {
-    runs.push_back({{"layout", run.layout},
-                    {"mode", Name(CompareMode(o.mode, run.layout))},
-                    {"storage", run.storage},
-                    {"cache", Name(run.cache)},
-                    {"workers", run.workers},
-                    {"workers_run", run.result.workers},
-                    {"samples_per_sec", run.samples_per_sec},
-                    {"bytes_per_sec", run.bytes_per_sec},
-                    {"opens_per_sec", run.opens_per_sec},
-                    {"capacity_samples_per_sec", run.capacity_samples_per_sec},
-                    {"epochs_measured", run.epochs_measured},
-                    {"score_min", run.score_min},
-                    {"score_max", run.score_max},
-                    {"first_batch_seconds", run.first_batch_seconds},
-                    {"residency_before", run.residency_before},
-                    {"au", opt(run.au)},
-                    {"headroom", opt(run.headroom)},
-                    {"vs_baseline", opt(run.vs_baseline)},
-                    {"sample_lat_ns", LatencyJson(run.sample_lat)},
-                    {"cdf", Cdf(run.sample_lat)},
-                    {"data_wait_ns", LatencyJson(run.wait_lat)},
-                    {"replay", ReplayJson(run.options, run.result)}});
+    runs.push_back(
+        {{"layout", run.layout},
+         {"mode", Name(CompareMode(o.mode, run.layout))},
+         {"storage", run.storage},
+         {"cache", Name(run.cache)},
+         {"workers", run.workers},
+         {"workers_run", run.result.workers},
+         {"samples_per_sec", run.samples_per_sec},
+         {"bytes_per_sec", run.bytes_per_sec},
+         {"opens_per_sec", run.opens_per_sec},
+         {"capacity_samples_per_sec", run.capacity_samples_per_sec},
+         {"epochs_measured", run.epochs_measured},
+         {"score_min", run.score_min},
+         {"score_max", run.score_max},
+         {"first_batch_seconds", run.first_batch_seconds},
+         {"residency_before", run.residency_before},
+         {"au", opt(run.au)},
+         {"headroom", opt(run.headroom)},
+         {"vs_baseline", opt(run.vs_baseline)},
+         {"sample_lat_ns", LatencyJson(run.sample_lat)},
+         {"cdf", Cdf(run.sample_lat)},
+         {"data_wait_ns", LatencyJson(run.wait_lat)},
+         {"storage_ops", run.ops ? StorageOpsJson(*run.ops, run.ops_samples) : json(nullptr)},
+         {"replay", ReplayJson(run.options, run.result)}});
     if (run.cluster) {
       const ClusterEpoch& c = *run.cluster;
       runs.back()["straggler"] = {{"rank", run.straggler_rank},
@@ -419,6 +428,12 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
             FormatDuration(run->sample_lat.Percentile(99) / 1e9),
             run->au ? fmt::format("{:.1f}%", *run->au * 100) : "-",
             run->vs_baseline ? fmt::format("{:.2f}", *run->vs_baseline) : "-", verdict);
+      }
+      // What each layout asked of the storage: on a network file system, its RPC bill.
+      for (const CompareRun* run : ranked) {
+        if (!run->ops) continue;
+        t += fmt::format("  storage bill, {:<9} {}\n", run->layout + ":",
+                         FormatStorageBill(*run->ops, run->ops_samples));
       }
       if (o.workers.size() < 2) continue;
       t += "  worker sweep (fewest workers that meet the required rate):";

@@ -335,6 +335,7 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
         res->kind == "tree" ? "torchvision ImageFolder, raw bytes" : "dspack.torch.MapDataset"));
   }
   for (int e = 1; e <= o.epochs && (o.before_epoch || !StopRequested()); e++) {
+    src->ResetOps();
     if (o.cache == CacheState::kCold) DS_RETURN_IF_ERROR(MakeCold(&o, path, src.get(), res));
     if (torch) {
       DS_ASSIGN_OR_RETURN(double residency, src->Residency());
@@ -353,6 +354,7 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
     DiskSampler disk(o.disk_device);  // after the eviction: its IO is not the epoch's
     DS_ASSIGN_OR_RETURN(EpochResult ep, Epoch(o, *src, std::move(order), e, res).Run());
     ep.disk = disk.Stop();
+    ep.ops = src->ops();
     res->epochs.push_back(std::move(ep));
   }
   res->interrupted = StopRequested();
@@ -403,6 +405,7 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
       j["headroom"] = e.capacity_samples_per_sec / r.required_samples_per_sec;
     }
     if (e.disk) j["disk_util"] = json::array({e.disk->ToJson()});  // fio's layout
+    if (e.ops) j["storage_ops"] = StorageOpsJson(*e.ops, e.samples);
     epochs.push_back(j);
   }
   return {{"dataset", o.dataset},
@@ -456,6 +459,7 @@ std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
           FormatDuration(e.sample_lat.Percentile(99) / 1e9), mn, mx,
           e.cpu_seconds / s * 100 / cores, cores);
     }
+    if (e.ops) t += fmt::format("  storage: {}\n", FormatStorageBill(*e.ops, e.samples));
     if (r.compute_time > 0) {
       t += fmt::format("  accelerator: AU {:.1f}%, data wait p50 {} p99 {}\n", e.au * 100,
                        FormatDuration(e.wait_lat.Percentile(50) / 1e9),

@@ -33,6 +33,7 @@
 #include "src/diskstats.h"
 #include "src/histogram.h"
 #include "src/status.h"
+#include "src/storage_decorators.h"
 
 namespace ds::bench {
 
@@ -115,6 +116,9 @@ struct EpochResult {
   double cpu_seconds = 0;        // dsbench's own (user + system)
   uint64_t errors = 0;           // samples skipped under on_error=skip
   std::optional<DiskUtil> disk;  // disk_device's activity during the epoch's reads
+  // The storage bill of the epoch (src/storage_decorators.h), reopening included: what the
+  // loader asked of the storage. Unset where dsbench does not do the reads (loader=torch).
+  std::optional<StorageOps> ops;
 };
 
 // MLPerf Storage's bar: the accelerator must be busy at least 90% of the time.

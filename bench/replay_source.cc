@@ -19,23 +19,27 @@ namespace ds::bench {
 
 ReplaySource::~ReplaySource() = default;
 
-Result<std::unique_ptr<ReplaySource>> ReplaySource::Open(const std::string& path) {
+Result<std::unique_ptr<ReplaySource>> ReplaySource::Open(const std::string& uri) {
   auto src = std::unique_ptr<ReplaySource>(new ReplaySource());
-  src->path_ = path;
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, path, Code::kBadInput);
-  if (DetectLayout(path)) {
-    DS_ASSIGN_OR_RETURN(src->layout_, OpenLayout(path));
+  DS_ASSIGN_OR_RETURN(StorageRef at, OpenStorage(uri));
+  src->counting_ = std::make_shared<CountingStorage>(at.storage);
+  src->path_ = at.path;
+  const std::string& path = src->path_;
+  Storage& fs = *src->counting_;
+  auto st = fs.Stat(path, true);
+  if (!st.ok()) return Status::FromErrno(st.status().err(), path, Code::kBadInput);
+  if (DetectLayout(uri)) {
+    DS_ASSIGN_OR_RETURN(src->layout_, OpenLayout(StorageRef{src->counting_, path}));
     src->kind_ = std::string(src->layout_->kind());
     src->samples_ = src->layout_->size();
     src->files_ = src->layout_->DataFiles();
-  } else if (S_ISREG(st.st_mode) && LooksLikeZip(path)) {
-    DS_ASSIGN_OR_RETURN(ZipArchive zip, ZipArchive::Open(path));
+  } else if (st->type == FileType::kRegular && LooksLikeZip(path)) {
+    DS_ASSIGN_OR_RETURN(ZipArchive zip, ZipArchive::Open(fs, path));
     src->zip_ = std::make_unique<ZipArchive>(std::move(zip));
     src->kind_ = "zip";
     src->samples_ = src->zip_->sample_count();
     src->files_ = {path};
-  } else if (S_ISDIR(st.st_mode)) {
+  } else if (st->type == FileType::kDirectory) {
     DS_RETURN_IF_ERROR(CheckNotDamagedDataset(path));  // never benchmarked as a plain tree
     DS_ASSIGN_OR_RETURN(src->tree_,
                         FileTree::Scan(path, {}, [&](std::string_view, const Status& s) {
@@ -53,9 +57,10 @@ Result<std::unique_ptr<ReplaySource>> ReplaySource::Open(const std::string& path
                               path, path));
   }
   for (const auto& f : src->files_) {
-    if (::stat(f.c_str(), &st) == 0) src->total_bytes_ += static_cast<uint64_t>(st.st_size);
+    if (auto info = fs.Stat(f, true); info.ok()) src->total_bytes_ += info->size;
   }
   if (src->samples_ == 0) return Status(Code::kBadInput, path + ": no samples to replay");
+  src->counting_->Reset();  // the bill is the epochs'
   return src;
 }
 
@@ -70,16 +75,17 @@ Result<SampleRead> ReplaySource::Read(uint64_t i) const {
     DS_ASSIGN_OR_RETURN(r.bytes, zip_->ReadSample(i));
     return r;
   }
-  // ImageFolder's way: every file of the sample opened, read whole and closed, every time.
+  // ImageFolder's way: every file of the sample opened (open + fstat), read whole and closed,
+  // every time.
   thread_local std::string buf;
   auto [begin, end] = tree_.files_of(i);
   for (uint64_t f = begin; f < end; f++) {
     const std::string& name = files_[f];
-    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(name, O_RDONLY));
+    DS_ASSIGN_OR_RETURN(auto file, counting_->OpenRead(name));
     r.opens++;
-    DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), name));
+    uint64_t size = file->size();
     if (buf.size() < size) buf.resize(size);
-    DS_ASSIGN_OR_RETURN(size_t n, ReadUpTo(fd.get(), buf.data(), size, name));
+    DS_ASSIGN_OR_RETURN(size_t n, file->ReadSome(0, buf.data(), size));
     r.bytes += n;
   }
   return r;
@@ -130,7 +136,7 @@ Status ReplaySource::Evict(const std::vector<std::string>& files, bool progress)
 
 Result<double> ReplaySource::Residency() const {
   std::atomic<uint64_t> pages{0}, resident{0};
-  Storage& storage = *LocalStorage();
+  Storage& storage = *counting_;  // cache queries pass uncounted
   DS_RETURN_IF_ERROR(ForEachFile(files_, [&](const std::string& f) -> Status {
     auto r = storage.CachedPages(f);
     // A file that vanished is not in the cache; reading its sample reports it (on_error).
@@ -151,10 +157,10 @@ void ReplaySource::Close() {
 Status ReplaySource::Reopen() {
   if (kind_ == "tree") return Status::Ok();
   if (kind_ == "zip") {
-    DS_ASSIGN_OR_RETURN(ZipArchive zip, ZipArchive::Open(path_));
+    DS_ASSIGN_OR_RETURN(ZipArchive zip, ZipArchive::Open(*counting_, path_));
     zip_ = std::make_unique<ZipArchive>(std::move(zip));
   } else {
-    DS_ASSIGN_OR_RETURN(layout_, OpenLayout(path_));
+    DS_ASSIGN_OR_RETURN(layout_, OpenLayout(StorageRef{counting_, path_}));
   }
   return Status::Ok();
 }

@@ -11,6 +11,10 @@
 // DONTNEED, as fio's invalidate=1) and to measure how much of them is resident (mincore), so a
 // "cold" epoch is proved, not assumed.
 //
+// Every byte and every open goes through the storage interface (src/storage.h) under a counting
+// decorator: ops() is the bill of what was read since ResetOps() (opens, stats, reads, bytes), the
+// RPC bill on a remote backend. liblmdb maps data.mdb itself: an LMDB bill counts only its opens.
+//
 // Read(i) is thread-safe.
 #pragma once
 
@@ -22,6 +26,7 @@
 #include "formats/layout.h"
 #include "formats/sources/dir_source.h"
 #include "src/status.h"
+#include "src/storage_decorators.h"
 
 namespace ds {
 class ZipArchive;
@@ -41,6 +46,9 @@ class ReplaySource {
   ~ReplaySource();
 
   const std::string& kind() const { return kind_; }  // "tree", "zip" or the layout's name
+  // The storage operations since the last ResetOps (or Open).
+  StorageOps ops() const { return counting_->ops(); }
+  void ResetOps() { counting_->Reset(); }
   uint64_t size() const { return samples_; }
   // Reads sample i whole (bytes are discarded: a loader would decode them).
   Result<SampleRead> Read(uint64_t i) const;
@@ -66,7 +74,8 @@ class ReplaySource {
   Result<double> Residency() const;
 
  private:
-  std::string path_;
+  std::string path_;  // inside counting_
+  std::shared_ptr<CountingStorage> counting_;
   std::string kind_;
   uint64_t samples_ = 0;
   std::unique_ptr<LayoutReader> layout_;

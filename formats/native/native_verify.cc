@@ -246,9 +246,9 @@ void CheckWholeFileHash(const std::string& path, const FileMeta& meta, VerifyRep
 
 Status VerifyDataset(const std::string& dir, VerifyReport* report, const VerifyProgress& progress) {
   auto loaded = Manifest::Load(dir);
-  struct stat st;
-  if (!loaded.ok() && loaded.status().code() == Code::kNotFound && ::stat(dir.c_str(), &st) == 0 &&
-      S_ISDIR(st.st_mode)) {
+  auto st = LocalStorage()->Stat(dir, true);
+  if (!loaded.ok() && loaded.status().code() == Code::kNotFound && st.ok() &&
+      st->type == FileType::kDirectory) {
     // The directory is there but its commit point is not: a damaged or unfinished dataset is
     // bad data (exit 1), as a missing shard or index is; a missing DIR stays kNotFound.
     report->problems.push_back(loaded.status().message());

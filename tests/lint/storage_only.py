@@ -1,0 +1,107 @@
+#!/usr/bin/env python3
+"""Dataset files are reached through the storage interface (src/storage.h, ARCHITECTURE.md).
+
+Above the core (formats/, pack/, sync/, bench/, python/src/), no source calls POSIX on files
+directly: open/openat/pread/preadv/mmap/rename/renameat/stat/lstat/fstat/statx/opendir, nor the
+core's own POSIX wrappers (OpenFile, OpenFileAt, ReadFullAt, ReadFullAtV, MappedFile::Open).
+They go through Storage: a backend per URI scheme, with the counting and fault decorators over
+it. A file that still must call POSIX is on ALLOWED with its reason; an entry whose file no
+longer calls any is an error too, so the list only shrinks.
+Exit 1 listing every offending call, 0 when there is none.
+    storage_only.py [REPO_ROOT]"""
+import pathlib
+import re
+import sys
+
+ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parents[2])
+DIRS = ["formats", "pack", "sync", "bench", "python/src"]
+# Programs of their own, not product code over dataset files.
+SKIP = ("bench/slowfs/", "bench/micro/", "bench/peers/")
+CALL = re.compile(
+    r"(?<![\w.>])(?:::)?(open|openat|pread|preadv|mmap|rename|renameat|stat|lstat|fstat|statx|"
+    r"opendir|OpenFile|OpenFileAt|ReadFullAt|ReadFullAtV|MappedFile::Open)\s*\(")
+
+LOCAL_DST = "dssync's destination is the node's local disk: positional, resumable, O_DIRECT writes"
+NOT_YET = "not moved to Storage yet (issue 28, one caller at a time)"
+ALLOWED = {
+    # Writers: shards are written through FileWriter (O_DIRECT, writeback, TruncateTo), which
+    # the append-only WritableFile cannot do yet.
+    "formats/native/native_shard.cc": "ShardWriter's file: FileWriter needs the fd (O_DIRECT)",
+    "formats/native/native_dataset_writer.cc": "the native writer: " + NOT_YET,
+    "formats/native/native_run.cc": "resume reads back its own local output: " + NOT_YET,
+    "formats/native/global_index.cc": "writes index.dsi through FileWriter; maps it where caps().mmap",
+    "formats/interop/sharded_writer.cc": "shard writes through FileWriter: " + NOT_YET,
+    "formats/interop/lmdb_writer.cc": "liblmdb writes a local file it maps (RequireMmap)",
+    "formats/interop/lmdb_reader.cc": "liblmdb maps data.mdb by path (RequireMmap asked first)",
+    "formats/interop/lmdb_check.cc": "checks data.mdb's pages before liblmdb maps it (local only)",
+    "formats/interop/lmdb_common.cc": "hashes data.mdb, a local file (LMDB is local only)",
+    "formats/out_dir.cc": "prepares and locks OUT on the local disk the writers write: " + NOT_YET,
+    "formats/registry.cc": "flock-based shared lock and verify's local checks: " + NOT_YET,
+    "formats/subset.cc": "a subset view is dssync's local staging: " + NOT_YET,
+    # Sources the packer reads: the tree walker and archives (libarchive reads an fd).
+    "formats/sources/dir_source.cc": "the packer's tree walker (openat per file): " + NOT_YET,
+    "formats/sources/source.cc": "the packer's sources (tree, native) hand it fds: " + NOT_YET,
+    "formats/sources/source_readers.cc": "the tree and zip readers of OpenAnyReader: " + NOT_YET,
+    "formats/sources/archive_source.cc": "libarchive reads a local fd: " + NOT_YET,
+    "formats/sources/zip_writer.cc": "dspack's zip writer (tests and compare): " + NOT_YET,
+    "formats/sources/zip.cc": "LooksLikeZip peeks at a local path: " + NOT_YET,
+    "pack/inspect.cc": "`dspack extract` writes local files: " + NOT_YET,
+    "pack/packer.cc": "the packer's source checks: " + NOT_YET,
+    "pack/packer_part.cc": "the partitioned packer's source checks: " + NOT_YET,
+    "sync/copier.cc": LOCAL_DST,
+    "sync/committer.cc": LOCAL_DST,
+    "sync/syncer.cc": LOCAL_DST,
+    "sync/journal.cc": LOCAL_DST,
+    "sync/staged.cc": LOCAL_DST,
+    "sync/fanout.cc": LOCAL_DST,
+    "bench/io_files.cc": "dsbench io lays out and opens fio's job files for its engines (fd hooks)",
+    "bench/io_worker.cc": "dsbench io's engines work on fds (fio's file hooks)",
+    "bench/io_verify.cc": "dsbench io's verify reads back its own job files by fd, as fio's",
+    "bench/io_job.cc": "dsbench io's job files: " + NOT_YET,
+    "bench/storage.cc": "dsbench storage's raw device checks, as fio's",
+    "bench/meta.cc": "dsbench meta measures the file system's own calls, as mdtest does",
+    "bench/mpi_cli.cc": "the job's shared scratch directories under mpirun: " + NOT_YET,
+    "bench/compare.cc": "compare builds its layouts on the local disk: " + NOT_YET,
+    "bench/torch_loader.cc": "the torch loader's scratch files: " + NOT_YET,
+}
+
+
+def code_only(line):
+    """The line without a // comment and without string literals."""
+    line = re.sub(r'"(?:\\.|[^"\\\n])*"', '""', line)
+    i = line.find("//")
+    return line if i < 0 else line[:i]
+
+
+def main():
+    found = {}
+    for d in DIRS:
+        for p in sorted((ROOT / d).rglob("*")):
+            if p.suffix not in (".cc", ".h"):
+                continue
+            rel = p.relative_to(ROOT).as_posix()
+            if rel.startswith(SKIP):
+                continue
+            for n, line in enumerate(p.read_text(errors="replace").splitlines(), 1):
+                for m in CALL.finditer(code_only(line)):
+                    found.setdefault(rel, []).append((n, m.group(1)))
+    bad = 0
+    for rel, hits in sorted(found.items()):
+        if rel in ALLOWED:
+            continue
+        for n, name in hits:
+            print(f"{rel}:{n}: {name}() on a file: go through Storage (src/storage.h), or add "
+                  f"{rel} to ALLOWED in {pathlib.Path(__file__).name} with the reason")
+            bad += 1
+    for rel in sorted(set(ALLOWED) - set(found)):
+        print(f"{rel}: on ALLOWED but calls no POSIX file function any more: remove the entry")
+        bad += 1
+    if bad:
+        return 1
+    print(f"storage_only: {sum(len(v) for v in found.values())} calls in {len(found)} allowed "
+          f"files, none elsewhere")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
