@@ -1,6 +1,7 @@
 #include "bench/compare.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -9,8 +10,8 @@
 
 #include "bench/stop.h"
 #include "formats/layout.h"
+#include "formats/registry.h"
 #include "formats/sources/zip.h"
-#include "pack/packer.h"
 #include "src/human.h"
 
 namespace ds::bench {
@@ -87,13 +88,11 @@ Status Build(const CompareOptions& o, const std::string& layout, CompareBuild* b
     zo.deflate = o.zip_deflate;
     DS_RETURN_IF_ERROR(WriteZip(o.src, b->path, zo));
   } else {
-    ConvertOptions c;
-    c.src = o.src;
-    c.out = dir;
-    DS_ASSIGN_OR_RETURN(c.format, ParseFormat(layout));
-    c.label_from_dir = o.label_from_dir;
-    ConvertReport report;
-    DS_RETURN_IF_ERROR(Convert(c, &report));
+    DS_ASSIGN_OR_RETURN(Format format, ParseFormat(layout));
+    if (!o.build_layout) {
+      return Status(Code::kInternal, "compare: no layout builder was given (a bug in dspack)");
+    }
+    DS_RETURN_IF_ERROR(o.build_layout(o.src, dir, format, o.label_from_dir));
   }
   b->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   b->bytes = TreeBytes(b->path);
@@ -103,8 +102,12 @@ Status Build(const CompareOptions& o, const std::string& layout, CompareBuild* b
 }  // namespace
 
 const std::vector<std::string>& CompareLayouts() {
-  static const std::vector<std::string> all = {"dir", "zip",      "native",  "lmdb",
-                                               "wds", "tfrecord", "recordio"};
+  // The tree, its zip, and every layout of the registry (formats/registry.h), in its order.
+  static const std::vector<std::string> all = [] {
+    std::vector<std::string> v = {"dir", "zip"};
+    for (const auto& e : LayoutTable()) v.emplace_back(e.name);
+    return v;
+  }();
   return all;
 }
 
@@ -127,10 +130,9 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
   for (const auto& l : o.layouts) {
     const auto& all = CompareLayouts();
     if (std::find(all.begin(), all.end(), l) == all.end()) {
-      return Status(Code::kInvalidArgument,
-                    fmt::format("`layouts`: unknown layout '{}' (known: dir, zip, native, lmdb, "
-                                "wds, tfrecord, recordio)",
-                                l));
+      return Status(
+          Code::kInvalidArgument,
+          fmt::format("`layouts`: unknown layout '{}' (known: {})", l, fmt::join(all, ", ")));
     }
   }
   std::error_code ec;

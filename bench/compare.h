@@ -54,9 +54,15 @@ struct CompareRanks {
   std::function<Result<bool>()> stopping;
 };
 
+// Builds layout `format` of the tree src under out (a fresh directory): the tool hands compare
+// the packer (dsbench: pack/'s Convert), so that bench/ does not link pack/.
+using LayoutBuilder = std::function<Status(const std::string& src, const std::string& out,
+                                           Format format, bool label_from_dir)>;
+
 struct CompareOptions {
-  std::string src;       // a directory tree
-  std::string work_dir;  // where the layouts are built (created; an existing one is reused)
+  std::string src;             // a directory tree
+  LayoutBuilder build_layout;  // required to build any layout but dir and zip
+  std::string work_dir;        // where the layouts are built (created; an existing one is reused)
   std::vector<std::string> layouts = kDefaultCompareLayouts;
   std::vector<CacheState> caches = {CacheState::kCold, CacheState::kWarm};
   std::vector<int> workers = {4};       // more than one: a worker sweep

@@ -405,7 +405,7 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
       j["headroom"] = e.capacity_samples_per_sec / r.required_samples_per_sec;
     }
     if (e.disk) j["disk_util"] = json::array({e.disk->ToJson()});  // fio's layout
-    if (e.ops) j["storage_ops"] = StorageOpsJson(*e.ops, e.samples);
+    j["storage_ops"] = e.ops ? StorageOpsJson(*e.ops, e.samples) : json(nullptr);
     epochs.push_back(j);
   }
   return {{"dataset", o.dataset},

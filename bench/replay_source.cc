@@ -10,7 +10,6 @@
 #include <mutex>
 #include <thread>
 
-#include "formats/sources/zip.h"
 #include "src/fd.h"
 #include "src/progress.h"
 #include "src/storage.h"
@@ -24,71 +23,24 @@ Result<std::unique_ptr<ReplaySource>> ReplaySource::Open(const std::string& uri)
   DS_ASSIGN_OR_RETURN(StorageRef at, OpenStorage(uri));
   src->counting_ = std::make_shared<CountingStorage>(at.storage);
   src->path_ = at.path;
-  const std::string& path = src->path_;
-  Storage& fs = *src->counting_;
-  auto st = fs.Stat(path, true);
-  if (!st.ok()) return Status::FromErrno(st.status().err(), path, Code::kBadInput);
-  if (DetectLayout(uri)) {
-    DS_ASSIGN_OR_RETURN(src->layout_, OpenLayout(StorageRef{src->counting_, path}));
-    src->kind_ = std::string(src->layout_->kind());
-    src->samples_ = src->layout_->size();
-    src->files_ = src->layout_->DataFiles();
-  } else if (st->type == FileType::kRegular && LooksLikeZip(path)) {
-    DS_ASSIGN_OR_RETURN(ZipArchive zip, ZipArchive::Open(fs, path));
-    src->zip_ = std::make_unique<ZipArchive>(std::move(zip));
-    src->kind_ = "zip";
-    src->samples_ = src->zip_->sample_count();
-    src->files_ = {path};
-  } else if (st->type == FileType::kDirectory) {
-    DS_RETURN_IF_ERROR(CheckNotDamagedDataset(path));  // never benchmarked as a plain tree
-    DS_ASSIGN_OR_RETURN(src->tree_,
-                        FileTree::Scan(path, {}, [&](std::string_view, const Status& s) {
-                          return s.Prefixed(path);
-                        }));
-    src->kind_ = "tree";
-    src->samples_ = src->tree_.sample_count();
-    for (uint64_t f = 0; f < src->tree_.file_count(); f++) {
-      src->files_.push_back(path + "/" + std::string(src->tree_.path(f)));
-    }
-  } else {
-    return Status(Code::kBadInput,
-                  fmt::format("{}: not a dataset, a .zip or a directory tree; convert other "
-                              "archives first (dspack convert {} OUT)",
-                              path, path));
-  }
+  DS_ASSIGN_OR_RETURN(src->reader_, OpenAnyReader(StorageRef{src->counting_, src->path_}));
+  src->kind_ = std::string(src->reader_->kind());
+  src->samples_ = src->reader_->size();
+  src->files_ = src->reader_->DataFiles();
   for (const auto& f : src->files_) {
-    if (auto info = fs.Stat(f, true); info.ok()) src->total_bytes_ += info->size;
+    if (auto info = src->counting_->Stat(f, true); info.ok()) src->total_bytes_ += info->size;
   }
-  if (src->samples_ == 0) return Status(Code::kBadInput, path + ": no samples to replay");
+  if (src->samples_ == 0) return Status(Code::kBadInput, src->path_ + ": no samples to replay");
   src->counting_->Reset();  // the bill is the epochs'
   return src;
 }
 
 Result<SampleRead> ReplaySource::Read(uint64_t i) const {
-  SampleRead r;
-  if (layout_) {
-    DS_ASSIGN_OR_RETURN(Sample s, layout_->Get(i));
-    r.bytes = s.payload_bytes();
-    return r;
-  }
-  if (zip_) {  // opens stay 0: the archive was opened once, as by each zipfile worker
-    DS_ASSIGN_OR_RETURN(r.bytes, zip_->ReadSample(i));
-    return r;
-  }
-  // ImageFolder's way: every file of the sample opened (open + fstat), read whole and closed,
-  // every time.
-  thread_local std::string buf;
-  auto [begin, end] = tree_.files_of(i);
-  for (uint64_t f = begin; f < end; f++) {
-    const std::string& name = files_[f];
-    DS_ASSIGN_OR_RETURN(auto file, counting_->OpenRead(name));
-    r.opens++;
-    uint64_t size = file->size();
-    if (buf.size() < size) buf.resize(size);
-    DS_ASSIGN_OR_RETURN(size_t n, file->ReadSome(0, buf.data(), size));
-    r.bytes += n;
-  }
-  return r;
+  // A tree is read as ImageFolder reads it: every file of the sample opened, read whole and
+  // closed, every time (formats/sources/source_readers.h); a zip as zipfile reads it, opened
+  // once; a layout with its shards open.
+  DS_ASSIGN_OR_RETURN(Sample s, reader_->Get(i));
+  return SampleRead{s.payload_bytes(), kind_ == "tree" ? s.fields.size() : 0};
 }
 
 namespace {
@@ -150,24 +102,18 @@ Result<double> ReplaySource::Residency() const {
 }
 
 void ReplaySource::Close() {
-  layout_.reset();
-  zip_.reset();
+  if (kind_ != "tree") reader_.reset();
 }
 
 Status ReplaySource::Reopen() {
-  if (kind_ == "tree") return Status::Ok();
-  if (kind_ == "zip") {
-    DS_ASSIGN_OR_RETURN(ZipArchive zip, ZipArchive::Open(*counting_, path_));
-    zip_ = std::make_unique<ZipArchive>(std::move(zip));
-  } else {
-    DS_ASSIGN_OR_RETURN(layout_, OpenLayout(StorageRef{counting_, path_}));
-  }
+  if (reader_) return Status::Ok();
+  DS_ASSIGN_OR_RETURN(reader_, OpenAnyReader(StorageRef{counting_, path_}));
   return Status::Ok();
 }
 
 Result<std::vector<ShardRange>> ReplaySource::ShardRanges() const {
-  if (!layout_) return std::vector<ShardRange>{};
-  return layout_->ShardRanges();
+  if (kind_ == "tree" || kind_ == "zip") return std::vector<ShardRange>{};
+  return reader_->ShardRanges();
 }
 
 }  // namespace ds::bench

@@ -24,13 +24,8 @@
 #include <vector>
 
 #include "formats/layout.h"
-#include "formats/sources/dir_source.h"
 #include "src/status.h"
 #include "src/storage_decorators.h"
-
-namespace ds {
-class ZipArchive;
-}
 
 namespace ds::bench {
 
@@ -66,6 +61,7 @@ class ReplaySource {
   // Close drops what the source holds open (shards, data.mdb's map, the zip); Reopen opens it
   // again, as a DataLoader without persistent workers does each epoch. A tree holds nothing
   // open and keeps its file list: ImageFolder scans once, when the Dataset is made.
+  // REQUIRES: Read is not called between Close and Reopen.
   void Close();
   Status Reopen();
   // The shards and the samples each holds (none for a tree or a zip).
@@ -78,9 +74,7 @@ class ReplaySource {
   std::shared_ptr<CountingStorage> counting_;
   std::string kind_;
   uint64_t samples_ = 0;
-  std::unique_ptr<LayoutReader> layout_;
-  std::unique_ptr<ZipArchive> zip_;
-  FileTree tree_;
+  std::unique_ptr<LayoutReader> reader_;  // OpenAnyReader: a layout, a zip or a tree
   std::vector<std::string> files_;
   uint64_t total_bytes_ = 0;
 };

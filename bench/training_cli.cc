@@ -13,6 +13,7 @@
 #include "bench/report_html.h"
 #include "bench/slowfs/mount.h"
 #include "bench/stop.h"
+#include "pack/packer.h"
 #include "src/cli_args.h"
 #include "src/fd.h"
 #include "src/human.h"
@@ -338,6 +339,16 @@ int TrainingCommands::Run(const std::string& command) {
     std::fputs(probe.ToText().c_str(), stdout);
     std::fflush(stdout);
   }
+  o.build_layout = [](const std::string& src, const std::string& out, Format format,
+                      bool label_from_dir) {
+    ConvertOptions c;
+    c.src = src;
+    c.out = out;
+    c.format = format;
+    c.label_from_dir = label_from_dir;
+    ConvertReport report;
+    return Convert(c, &report);
+  };
   CompareResult r;
   Status s = RunCompare(o, &r, [&](const std::string& line) {
     if (!rank0) return;

@@ -339,6 +339,9 @@ Result<std::unique_ptr<LayoutReader>> OpenLayout(const StorageRef& at);
 // (formats/sources/source_readers.h), never a damaged native dataset (CheckNotDamagedDataset).
 // A missing path is kNotFound; anything else (a tar, a plain file) is kBadInput.
 Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const std::string& path);
+// The same through a given backend (OpenLayout(StorageRef)). The one dispatch on layout, zip or
+// tree: the Python package, dsbench replay and compare all open their input here.
+Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const StorageRef& at);
 // kCorruption when DIR holds a native dataset's data (its index or shards) without its
 // manifest: a damaged or unfinished dataset, which must not be read as a plain tree.
 Status CheckNotDamagedDataset(const std::string& dir);

@@ -236,13 +236,21 @@ Result<std::unique_ptr<LayoutReader>> OpenLayout(const StorageRef& at) {
 }
 
 Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const std::string& path) {
-  if (DetectLayout(path)) return OpenLayout(path);
-  struct stat st;
-  if (::stat(path.c_str(), &st) != 0) return Status::FromErrno(errno, path, Code::kBadInput);
-  if (S_ISREG(st.st_mode) && LooksLikeZip(path)) return OpenZipReader(path);
-  if (S_ISDIR(st.st_mode)) {
+  DS_ASSIGN_OR_RETURN(StorageRef at, OpenStorage(path));
+  return OpenAnyReader(at);
+}
+
+Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const StorageRef& at) {
+  const std::string& path = at.path;
+  if (DetectAt(*at.storage, path)) return OpenLayout(at);
+  auto st = at.storage->Stat(path, true);
+  if (!st.ok()) return Status::FromErrno(st.status().err(), path, Code::kBadInput);
+  // The zip's magic and the tree's walk are read locally (LooksLikeZip, FileTree::Scan).
+  const bool local = at.storage->scheme() == "file";
+  if (st->type == FileType::kRegular && local && LooksLikeZip(path)) return OpenZipReader(at);
+  if (st->type == FileType::kDirectory && local) {
     DS_RETURN_IF_ERROR(CheckNotDamagedDataset(path));  // never read as a plain tree
-    return OpenTreeReader(path);
+    return OpenTreeReader(at);
   }
   return Status(Code::kBadInput,
                 fmt::format("{}: not a dataset, a .zip or a directory tree; convert other "

@@ -1,11 +1,7 @@
 #include "formats/sources/source_readers.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-
 #include "formats/sources/dir_source.h"
 #include "formats/sources/zip.h"
-#include "src/fd.h"
 
 namespace ds {
 
@@ -24,9 +20,11 @@ SampleHead HeadOf(const FileTree& tree, uint64_t s, SizeOf size_of) {
 
 class TreeReader final : public LayoutReader {
  public:
-  static Result<std::unique_ptr<LayoutReader>> Open(const std::string& dir) {
+  static Result<std::unique_ptr<LayoutReader>> Open(const StorageRef& at) {
+    const std::string& dir = at.path;
     auto r = std::unique_ptr<TreeReader>(new TreeReader());
     r->path_ = dir;
+    r->storage_ = at.storage;
     DS_ASSIGN_OR_RETURN(r->tree_, FileTree::Scan(dir, {}, [&](std::string_view, const Status& s) {
                           return s.Prefixed(dir);
                         }));
@@ -41,11 +39,10 @@ class TreeReader final : public LayoutReader {
     Sample s{std::string(tree_.key(i)), {}};
     auto [begin, end] = tree_.files_of(i);
     for (uint64_t f = begin; f < end; f++) {
-      std::string name = File(f);
-      DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(name, O_RDONLY));
-      DS_ASSIGN_OR_RETURN(uint64_t size, FileSize(fd.get(), name));
+      DS_ASSIGN_OR_RETURN(auto file, storage_->OpenRead(File(f)));
+      uint64_t size = file->size();
       Field field{std::string(tree_.field(f)), std::string(size, '\0')};
-      DS_ASSIGN_OR_RETURN(size_t n, ReadUpTo(fd.get(), field.data.data(), size, name));
+      DS_ASSIGN_OR_RETURN(size_t n, file->ReadSome(0, field.data.data(), size));
       field.data.resize(n);  // a file that shrank since fstat: what it holds now
       s.fields.push_back(std::move(field));
     }
@@ -55,9 +52,9 @@ class TreeReader final : public LayoutReader {
   Result<SampleHead> Head(uint64_t i) const override {
     std::optional<Status> err;
     SampleHead h = HeadOf(tree_, i, [&](uint64_t f) -> uint64_t {
-      struct stat st;
-      if (::stat(File(f).c_str(), &st) == 0) return static_cast<uint64_t>(st.st_size);
-      if (!err) err = Status::FromErrno(errno, File(f), Code::kBadInput);
+      auto st = storage_->Stat(File(f), true);
+      if (st.ok()) return st->size;
+      if (!err) err = Status::FromErrno(st.status().err(), File(f), Code::kBadInput);
       return 0;
     });
     if (err) return *err;
@@ -87,10 +84,11 @@ class TreeReader final : public LayoutReader {
 
 class ZipReader final : public LayoutReader {
  public:
-  static Result<std::unique_ptr<LayoutReader>> Open(const std::string& path) {
-    DS_ASSIGN_OR_RETURN(ZipArchive zip, ZipArchive::Open(path));
+  static Result<std::unique_ptr<LayoutReader>> Open(const StorageRef& at) {
+    DS_ASSIGN_OR_RETURN(ZipArchive zip, ZipArchive::Open(*at.storage, at.path));
     auto r = std::unique_ptr<ZipReader>(new ZipReader(std::move(zip)));
-    r->path_ = path;
+    r->path_ = at.path;
+    r->storage_ = at.storage;
     return std::unique_ptr<LayoutReader>(std::move(r));
   }
 
@@ -146,12 +144,12 @@ class ZipReader final : public LayoutReader {
 
 }  // namespace
 
-Result<std::unique_ptr<LayoutReader>> OpenTreeReader(const std::string& dir) {
-  return TreeReader::Open(dir);
+Result<std::unique_ptr<LayoutReader>> OpenTreeReader(const StorageRef& at) {
+  return TreeReader::Open(at);
 }
 
-Result<std::unique_ptr<LayoutReader>> OpenZipReader(const std::string& zip_path) {
-  return ZipReader::Open(zip_path);
+Result<std::unique_ptr<LayoutReader>> OpenZipReader(const StorageRef& at) {
+  return ZipReader::Open(at);
 }
 
 }  // namespace ds

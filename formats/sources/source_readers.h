@@ -23,7 +23,9 @@
 
 namespace ds {
 
-Result<std::unique_ptr<LayoutReader>> OpenTreeReader(const std::string& dir);
-Result<std::unique_ptr<LayoutReader>> OpenZipReader(const std::string& zip_path);
+// The tree is scanned on the local disk (the packer's walker); its files are opened and read
+// through at.storage, as the zip is.
+Result<std::unique_ptr<LayoutReader>> OpenTreeReader(const StorageRef& at);
+Result<std::unique_ptr<LayoutReader>> OpenZipReader(const StorageRef& at);
 
 }  // namespace ds

@@ -41,7 +41,6 @@ ALLOWED = {
     # Sources the packer reads: the tree walker and archives (libarchive reads an fd).
     "formats/sources/dir_source.cc": "the packer's tree walker (openat per file): " + NOT_YET,
     "formats/sources/source.cc": "the packer's sources (tree, native) hand it fds: " + NOT_YET,
-    "formats/sources/source_readers.cc": "the tree and zip readers of OpenAnyReader: " + NOT_YET,
     "formats/sources/archive_source.cc": "libarchive reads a local fd: " + NOT_YET,
     "formats/sources/zip_writer.cc": "dspack's zip writer (tests and compare): " + NOT_YET,
     "formats/sources/zip.cc": "LooksLikeZip peeks at a local path: " + NOT_YET,
