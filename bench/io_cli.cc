@@ -5,9 +5,9 @@
 
 #include <cstdio>
 
-#include "bench/io_live.h"
-#include "bench/latency_report.h"
-#include "bench/stop.h"
+#include "bench/io/io_live.h"
+#include "bench/common/latency_report.h"
+#include "src/stop.h"
 #include "src/cli_args.h"
 #include "src/fd.h"
 #include "src/system_probe.h"

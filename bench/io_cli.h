@@ -1,4 +1,4 @@
-// `dsbench io` after its arguments are parsed (bench/fio_options.h): part of the dsbench
+// `dsbench io` after its arguments are parsed (bench/io/fio_options.h): part of the dsbench
 // executable. Runs the jobs (as one rank of an MPI job under mpirun), prints the report in each
 // --output-format asked for (normal, json, json+) to stdout or --output, and returns main's exit
 // code (0; 2 for a usage or IO error, printed as "dsbench: ...").
@@ -7,7 +7,7 @@
 #include <string>
 #include <string_view>
 
-#include "bench/fio_options.h"
+#include "bench/io/fio_options.h"
 #include "bench/mpi_cli.h"
 
 namespace CLI {

@@ -11,11 +11,11 @@
 #include <system_error>
 
 #include "bench/io_cli.h"
-#include "bench/latency_report.h"
-#include "bench/meta_ranks.h"
-#include "bench/ranks.h"
-#include "bench/replay_ranks.h"
-#include "bench/stop.h"
+#include "bench/common/latency_report.h"
+#include "bench/meta/meta_ranks.h"
+#include "bench/io/ranks.h"
+#include "bench/replay/replay_ranks.h"
+#include "src/stop.h"
 #include "src/human.h"
 #include "src/io_engine.h"
 

@@ -4,12 +4,12 @@
 
 #include <string>
 
-#include "bench/compare.h"
-#include "bench/io_job.h"
-#include "bench/meta.h"
-#include "bench/ranks.h"
-#include "bench/replay.h"
-#include "bench/storage.h"
+#include "bench/compare/compare.h"
+#include "bench/io/io_job.h"
+#include "bench/meta/meta.h"
+#include "bench/io/ranks.h"
+#include "bench/replay/replay.h"
+#include "bench/storage/storage.h"
 #include "mpi/world.h"
 #include "src/system_probe.h"
 
@@ -40,7 +40,7 @@ int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate
 // code (1: the job starves or samples failed their checks).
 int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemProbe& probe);
 
-// `dsbench compare` as one rank of an MPI job: the hooks (bench/compare.h, CompareRanks) over
+// `dsbench compare` as one rank of an MPI job: the hooks (bench/compare/compare.h, CompareRanks) over
 // `world`, which must outlive them. A failure in a hook ends the job (World::Fail).
 CompareRanks CompareRanksOf(mpi::World& world);
 

@@ -5,14 +5,14 @@
 #include <cstdio>
 #include <fstream>
 
-#include "bench/compare.h"
+#include "bench/compare/compare.h"
 #include "bench/io_cli.h"
-#include "bench/latency_report.h"
+#include "bench/common/latency_report.h"
 #include "bench/mpi_cli.h"
-#include "bench/replay.h"
-#include "bench/report_html.h"
-#include "bench/slowfs/mount.h"
-#include "bench/stop.h"
+#include "bench/replay/replay.h"
+#include "bench/compare/report_html.h"
+#include "slowfs/mount.h"
+#include "src/stop.h"
 #include "pack/packer.h"
 #include "src/cli_args.h"
 #include "src/fd.h"

@@ -1,6 +1,6 @@
 // dsbench's training-job commands (docs/dsbench.md): `replay`, `compare` and `slowfs`. Flags are
-// declared on the caller's CLI::App; Run() executes whichever was parsed. Kept apart from
-// dsbench_main.cc, which holds the fio-style commands (io, storage, meta).
+// declared on the caller's CLI::App; Run() executes whichever was parsed. The fio-style
+// commands (io, storage, meta) are fio_cli.h's; dsbench_main.cc only parses and dispatches.
 //
 // Exit codes: 0 done; 1 the job STARVES (with a required rate), samples failed their checks
 // (corrupt data, also when skipped with --on-error skip; or stopped the run under --on-error

@@ -36,7 +36,7 @@ struct Slot {
 // One io_uring per thread, kept from batch to batch (and per process: a ring inherited across
 // fork() shares its queues with the parent, so the child makes its own). A ring made per batch
 // pays its setup, and on FUSE or NFS the io-wq worker threads the kernel starts for each ring,
-// every batch; kept, a thread pays them once. In bench/peers/torch_loader.sh the difference was
+// every batch; kept, a thread pays them once. In tools/peers/torch_loader.sh the difference was
 // within the noise: there the io-wq hand-off of each read is the larger cost.
 struct CachedEngine {
   pid_t pid = 0;

@@ -9,7 +9,7 @@
 //             (liburing's io_uring-cp loop). Options (fio's): SQPOLL (sqthread_poll),
 //             registered files (registerfiles) and fixed buffers (fixedbufs, used by requests
 //             that name a buf_index). Only io_uring_engine.cc includes liburing.h (and the
-//             measurement harness bench/micro/tree_read.cc, for the operations the engine lacks).
+//             measurement harness tools/micro/tree_read.cc, for the operations the engine lacks).
 //   libaio    Linux native AIO (io_submit/io_getevents, fio's "libaio"); asynchronous for
 //             O_DIRECT only, as in fio. Only libaio_engine.cc includes libaio.h.
 //   mmap      memcpy from/to a MAP_SHARED mapping of the whole file (fio's "mmap"), made by

@@ -1,4 +1,4 @@
-// MD5 (RFC 1321), for fio's verify=md5 in `dsbench io` (bench/io_verify.h). Not for security:
+// MD5 (RFC 1321), for fio's verify=md5 in `dsbench io` (bench/io/io_verify.h). Not for security:
 // a checksum fio users already know. Checked against the RFC's test suite (tests/core).
 //
 // Thread-safety: an Md5 object is single-threaded; Md5Of is pure.

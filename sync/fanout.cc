@@ -46,7 +46,7 @@ class Reader {
 
   // The next piece into *piece: 'D' + data, or 'V' + the verdict when the file is done.
   // (Reading the next chunk in the background meanwhile measured no gain on the 2-core test
-  // machine, where the ranks' writes are the limit: bench/peers/mpi_fanout.sh.)
+  // machine, where the ranks' writes are the limit: tools/peers/mpi_fanout.sh.)
   void Next(uint64_t chunk_size, std::string* piece) { *piece = Read(chunk_size); }
 
  private:

@@ -1,5 +1,5 @@
 """`dsbench replay --loader torch`'s child: the same job as the C++ model, run by a real
-torch.utils.data.DataLoader (bench/torch_loader.h starts it; docs/dsbench.md#the-real-dataloader).
+torch.utils.data.DataLoader (bench/replay/torch_loader.h starts it; docs/dsbench.md#the-real-dataloader).
 
     /usr/bin/python3 -m dspack._replay JOB_JSON
 

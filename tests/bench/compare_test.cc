@@ -1,6 +1,6 @@
-// bench/compare.h: the summaries, ranking, ratios, recommendation and worker sweep of
+// bench/compare/compare.h: the summaries, ranking, ratios, recommendation and worker sweep of
 // `dsbench compare`, on hand-made replay results (no IO: the e2e test runs the real thing).
-#include "bench/compare.h"
+#include "bench/compare/compare.h"
 
 #include <catch2/catch.hpp>
 #include <string>

@@ -1,6 +1,6 @@
-// fio's option language (bench/fio_options.h): job files, the command line, precedence, and
-// the refusals; and the rule that a job file is never a test target (bench/io_job.h).
-#include "bench/fio_options.h"
+// fio's option language (bench/io/fio_options.h): job files, the command line, precedence, and
+// the refusals; and the rule that a job file is never a test target (bench/io/io_job.h).
+#include "bench/io/fio_options.h"
 
 #include <sys/stat.h>
 

@@ -1,7 +1,7 @@
-// bench/io_job.h on real files: rw names, small psync jobs whose IO counts and bytes follow
+// bench/io/io_job.h on real files: rw names, small psync jobs whose IO counts and bytes follow
 // from size and bs, the test file's life (made, removed unless keep; a user's file never
 // removed), refusals, and the same job through io_uring ([io_uring], see io_engine_test.cc).
-#include "bench/io_job.h"
+#include "bench/io/io_job.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

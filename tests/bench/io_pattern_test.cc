@@ -1,7 +1,7 @@
-// The IO stream's shape (bench/io_pattern.h): fio's bsrange and bssplit sizes, sequential and
+// The IO stream's shape (bench/io/io_pattern.h): fio's bsrange and bssplit sizes, sequential and
 // random offsets, and the skew of zipf, pareto and normal, checked against their formulas over
 // many draws (counts, not timings).
-#include "bench/io_pattern.h"
+#include "bench/io/io_pattern.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -1,7 +1,7 @@
-// fio's verify for dsbench io (bench/io_verify.h): every block a job writes reads back as
+// fio's verify for dsbench io (bench/io/io_verify.h): every block a job writes reads back as
 // written, and each kind of damage is found and named (a flipped payload byte, a block written
-// to the wrong offset, a block never written); and the ETA/status text (bench/io_live.h).
-#include "bench/io_verify.h"
+// to the wrong offset, a block never written); and the ETA/status text (bench/io/io_live.h).
+#include "bench/io/io_verify.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "bench/io_live.h"
+#include "bench/io/io_live.h"
 #include "src/fd.h"
 #include "test_util.h"
 

@@ -1,6 +1,6 @@
-// bench/meta.h: phase and count parsing, the plan's refusals, and small real runs in a temp
+// bench/meta/meta.h: phase and count parsing, the plan's refusals, and small real runs in a temp
 // directory: ops per phase, the tree's layout when kept, and nothing of ours left otherwise.
-#include "bench/meta.h"
+#include "bench/meta/meta.h"
 
 #include <sys/stat.h>
 #include <sys/statvfs.h>

@@ -1,8 +1,8 @@
-// bench/ranks.h: an MPI job's per-rank results, as rank 0 receives them (encoded, decoded) and
+// bench/io/ranks.h: an MPI job's per-rank results, as rank 0 receives them (encoded, decoded) and
 // adds them up: the wire form loses nothing, the aggregate's bytes and IOs are the ranks' sums
 // over IOR's window, merged latency percentiles match an exact sort of every rank's latencies,
 // and the slowest rank is named. The same code runs under mpirun in tests/e2e/mpi.sh.
-#include "bench/ranks.h"
+#include "bench/io/ranks.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <vector>
 
-#include "bench/meta_ranks.h"
+#include "bench/meta/meta_ranks.h"
 #include "src/random.h"
 #include "test_util.h"
 

@@ -1,15 +1,15 @@
-// dsbench replay across ranks (bench/replay.h RankEpochOrder, bench/replay_ranks.h): every
+// dsbench replay across ranks (bench/replay/replay.h RankEpochOrder, bench/replay/replay_ranks.h): every
 // sample is read exactly once per epoch across the ranks of a job, in map mode (the epoch's
 // permutation split DistributedSampler-style) and stream mode (shard i to rank i % world),
 // for an odd world and for more ranks than shards; rank results survive the wire and the
 // aggregate names the straggler and why.
-#include "bench/replay_ranks.h"
+#include "bench/replay/replay_ranks.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>
 #include <vector>
 
-#include "bench/replay.h"
+#include "bench/replay/replay.h"
 
 using namespace ds;
 using namespace ds::bench;

@@ -1,7 +1,7 @@
-// bench/replay.h on tiny real datasets: a synthetic tree (datasets/synth.h) and a native dataset
+// bench/replay/replay.h on tiny real datasets: a synthetic tree (datasets/synth.h) and a native dataset
 // whose sample sizes are powers of 7, so that an epoch's byte count says how often each sample
 // was read (its base-7 digits). Also the verdict (Feeds), the requirement, and the errors.
-#include "bench/replay.h"
+#include "bench/replay/replay.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -1,4 +1,4 @@
-#include "bench/report_html.h"
+#include "bench/compare/report_html.h"
 
 #include <algorithm>
 #include <catch2/catch.hpp>

@@ -1,6 +1,6 @@
-// bench/storage.h: the PASS/FAIL verdict of `dsbench storage` on hand-made job results, the two
+// bench/storage/storage.h: the PASS/FAIL verdict of `dsbench storage` on hand-made job results, the two
 // jobs it runs, and the text and JSON of a run (no IO: tests/e2e/dsbench.sh runs the real thing).
-#include "bench/storage.h"
+#include "bench/storage/storage.h"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The packer through the slow file system (dsbench-slowfs: emulated NFS, 1 ms per metadata op)
-# produces the same shards as on the raw directory. Timings: bench/peers/convert_fuse.sh.
+# produces the same shards as on the raw directory. Timings: tools/peers/convert_fuse.sh.
 source "$(dirname "$0")/lib.sh"
 FUSE=${SLOWFS:?set SLOWFS to the dsbench-slowfs binary}
 if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Seed inputs for the fuzz harnesses, made small from real datasets: dspack synth, then dspack
 # convert into each layout, GNU tar, zip and Python's tarfile. Usage: make_seeds.sh DSPACK OUT;
-# writes OUT/<harness>/... (bench/fuzz.sh runs it; tests/fuzz/corpus/ holds a committed copy
+# writes OUT/<harness>/... (tools/fuzz.sh runs it; tests/fuzz/corpus/ holds a committed copy
 # that ctest replays, with every crash found added to it).
 set -euo pipefail
 DSPACK=$1

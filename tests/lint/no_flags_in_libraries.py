@@ -16,12 +16,12 @@ LIBRARY_DIRS = ["src", "formats", "pack", "sync", "bench"]
 MAINS = {"pack/dspack_main.cc", "sync/dssync_main.cc", "src/cli_args.h", "src/cli_args.cc",
          # dsbench's CLI: its main and the files that parse its flags and print its reports
          "bench/dsbench_main.cc", "bench/training_cli.cc", "bench/mpi_cli.cc", "bench/io_cli.cc",
-         "bench/io_cli.h",
+         "bench/io_cli.h", "bench/fio_cli.cc",
          # fio's command-line parser: it parses flags, so its messages and help name them
-         "bench/fio_options.cc"}
+         "bench/io/fio_options.cc"}
 # Programs of their own: the slow file system (its daemon, and mount.cc, which spawns the daemon
 # with its argv) and the micro-benchmarks.
-OWN_PROGRAMS = ("bench/slowfs/", "bench/micro/")
+OWN_PROGRAMS = ("slowfs/", "tools/micro/")
 # (file, literal) pairs that name a flag on purpose, each with its reason.
 ALLOWED = {
     # dssync's report says where rank/world came from: a value of its JSON report (docs/dssync.md),

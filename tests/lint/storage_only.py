@@ -16,7 +16,7 @@ import sys
 ROOT = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else pathlib.Path(__file__).parents[2])
 DIRS = ["formats", "pack", "sync", "bench", "python/src"]
 # Programs of their own, not product code over dataset files.
-SKIP = ("bench/slowfs/", "bench/micro/", "bench/peers/")
+SKIP = ("slowfs/", "tools/micro/", "tools/peers/")
 CALL = re.compile(
     r"(?<![\w.>])(?:::)?(open|openat|pread|preadv|mmap|rename|renameat|stat|lstat|fstat|statx|"
     r"opendir|OpenFile|OpenFileAt|ReadFullAt|ReadFullAtV|MappedFile::Open)\s*\(")
@@ -53,15 +53,15 @@ ALLOWED = {
     "sync/journal.cc": LOCAL_DST,
     "sync/staged.cc": LOCAL_DST,
     "sync/fanout.cc": LOCAL_DST,
-    "bench/io_files.cc": "dsbench io lays out and opens fio's job files for its engines (fd hooks)",
-    "bench/io_worker.cc": "dsbench io's engines work on fds (fio's file hooks)",
-    "bench/io_verify.cc": "dsbench io's verify reads back its own job files by fd, as fio's",
-    "bench/io_job.cc": "dsbench io's job files: " + NOT_YET,
-    "bench/storage.cc": "dsbench storage's raw device checks, as fio's",
-    "bench/meta.cc": "dsbench meta measures the file system's own calls, as mdtest does",
+    "bench/io/io_files.cc": "dsbench io lays out and opens fio's job files for its engines (fd hooks)",
+    "bench/io/io_worker.cc": "dsbench io's engines work on fds (fio's file hooks)",
+    "bench/io/io_verify.cc": "dsbench io's verify reads back its own job files by fd, as fio's",
+    "bench/io/io_job.cc": "dsbench io's job files: " + NOT_YET,
+    "bench/storage/storage.cc": "dsbench storage's raw device checks, as fio's",
+    "bench/meta/meta.cc": "dsbench meta measures the file system's own calls, as mdtest does",
     "bench/mpi_cli.cc": "the job's shared scratch directories under mpirun: " + NOT_YET,
-    "bench/compare.cc": "compare builds its layouts on the local disk: " + NOT_YET,
-    "bench/torch_loader.cc": "the torch loader's scratch files: " + NOT_YET,
+    "bench/compare/compare.cc": "compare builds its layouts on the local disk: " + NOT_YET,
+    "bench/replay/torch_loader.cc": "the torch loader's scratch files: " + NOT_YET,
 }
 
 

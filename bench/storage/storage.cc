@@ -1,0 +1,207 @@
+#include "bench/storage/storage.h"
+
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "src/human.h"
+
+namespace ds::bench {
+
+namespace {
+
+// Falls back from io_uring to psync, with a warning, when the kernel refuses io_uring.
+Result<IoRun> RunWithFallback(IoJobOptions* o, const IoHooks& hooks,
+                              const std::function<void(const std::string&)>& warn) {
+  auto r = RunIoJobs(*o, hooks);
+  // Not with hooks (one rank of an MPI job): a second run would meet its barrier twice; the
+  // ranks agreed on the engine before.
+  if (!r.ok() && r.status().code() == Code::kUnsupported && o->ioengine == "io_uring" &&
+      !hooks.ready) {
+    warn(r.status().message() + "; falling back to psync");
+    o->ioengine = "psync";
+    return RunIoJobs(*o, hooks);
+  }
+  return r;
+}
+
+// A one-job run's JSON: the job, with the run's disk_util beside its read and write.
+nlohmann::json OneJobJson(const IoJobOptions& o, const IoRun& run) {
+  nlohmann::json all = JobsJson(o, run);
+  nlohmann::json job = all["jobs"][0];
+  if (all.contains("disk_util")) job["disk_util"] = all["disk_util"];
+  return job;
+}
+
+double PerSecond(double count, double runtime_ms) {
+  return runtime_ms > 0 ? count / (runtime_ms / 1e3) : 0;
+}
+
+}  // namespace
+
+IoJobOptions SequentialJob(const StorageOptions& o) {
+  IoJobOptions seq;
+  seq.disk_device = o.disk_device;
+  seq.name = "storage";
+  seq.path = o.path;
+  seq.rw = RwMode::kRead;
+  seq.bs = 1 << 20;
+  seq.numjobs = 4;
+  seq.iodepth = 8;
+  seq.direct = o.direct;
+  seq.size = o.size > 0 ? o.size : (o.quick ? 1ull << 30 : 8ull << 30);
+  seq.runtime = o.runtime > 0 ? o.runtime : (o.quick ? 5 : 30);
+  seq.time_based = true;
+  seq.ramp_time = o.quick ? 0.5 : 2;
+  seq.ioengine = o.ioengine;
+  seq.file_name = o.file_name;
+  seq.group_reporting = true;
+  seq.keep = true;  // the random test reuses the file
+  return seq;
+}
+
+IoJobOptions RandomJob(const StorageOptions& o) {
+  IoJobOptions rnd = SequentialJob(o);
+  rnd.rw = RwMode::kRandRead;
+  rnd.bs = 4096;
+  rnd.numjobs = 1;
+  rnd.iodepth = 32;
+  rnd.keep = o.keep;
+  return rnd;
+}
+
+StorageVerdict JudgeStorage(const JobResult& sequential, const JobResult& random,
+                            const StorageOptions& bar) {
+  StorageVerdict v;
+  v.bw = PerSecond(static_cast<double>(sequential.read.io_bytes), sequential.runtime_ms);
+  v.iops = PerSecond(static_cast<double>(random.read.ios), random.runtime_ms);
+  v.bw_pass = v.bw >= static_cast<double>(bar.min_bw);
+  v.iops_pass = v.iops >= static_cast<double>(bar.min_iops);
+  return v;
+}
+
+Result<StorageRun> RunStorage(const StorageOptions& o,
+                              const std::function<void(const std::string&)>& warn) {
+  // The test file is ours unless it was there before; the two tests share it.
+  std::string test_file = o.path + "/" + o.file_name;
+  struct stat pst;
+  bool ours = ::stat(o.path.c_str(), &pst) == 0 && S_ISDIR(pst.st_mode) &&
+              ::access(test_file.c_str(), F_OK) != 0;
+  auto remove_test_file = [&] {
+    if (ours && !o.keep) ::unlink(test_file.c_str());
+  };
+  StorageRun r;
+  r.seq_job = SequentialJob(o);
+  auto seq = RunWithFallback(&r.seq_job, o.hooks, warn);
+  if (!seq.ok()) {
+    remove_test_file();
+    return seq.status();
+  }
+  r.seq = std::move(*seq);
+  r.rnd_job = RandomJob(o);
+  r.rnd_job.ioengine = r.seq_job.ioengine;
+  auto rnd = RunWithFallback(&r.rnd_job, o.hooks, warn);
+  remove_test_file();
+  if (!rnd.ok()) return rnd.status();
+  r.rnd = std::move(*rnd);
+  r.verdict = JudgeStorage(r.seq.jobs[0], r.rnd.jobs[0], o);
+  return r;
+}
+
+nlohmann::json StorageJson(const StorageOptions& o, const StorageRun& r) {
+  const StorageVerdict& v = r.verdict;
+  return {{"sequential_read", OneJobJson(r.seq_job, r.seq)},
+          {"random_read", OneJobJson(r.rnd_job, r.rnd)},
+          {"verdict",
+           {{"bw_bytes", v.bw},
+            {"min_bw_bytes", o.min_bw},
+            {"bw_pass", v.bw_pass},
+            {"iops", v.iops},
+            {"min_iops", o.min_iops},
+            {"iops_pass", v.iops_pass},
+            {"pass", v.pass()},
+            {"quick", o.quick}}}};
+}
+
+std::string StorageText(const StorageOptions& o, const StorageRun& r) {
+  const StorageVerdict& v = r.verdict;
+  std::string s = JobsText(r.seq_job, r.seq) + JobsText(r.rnd_job, r.rnd);
+  s += fmt::format("\nsequential 1 MiB read: {}  (bar {})  {}\n", FormatRate(v.bw),
+                   FormatRate(static_cast<double>(o.min_bw)), v.bw_pass ? "PASS" : "FAIL");
+  s += fmt::format("random 4 KiB read:     {} IOPS  (bar {})  {}\n", FormatCount(v.iops),
+                   o.min_iops, v.iops_pass ? "PASS" : "FAIL");
+  if (o.quick) s += "(`quick`: a first look; run without `quick` for a verdict to trust)\n";
+  return s;
+}
+
+ClusterStorageVerdict JudgeCluster(const ClusterIo& seq, const ClusterIo& rnd,
+                                   const StorageOptions& bar, uint64_t min_aggregate_bw) {
+  ClusterStorageVerdict v;
+  for (size_t i = 0; i < seq.ranks.size() && i < rnd.ranks.size(); i++) {
+    v.clients.push_back(JudgeStorage(seq.ranks[i].result, rnd.ranks[i].result, bar));
+    if (!v.clients.back().pass()) v.failing++;
+  }
+  v.aggregate_bw = PerSecond(static_cast<double>(seq.aggregate.read.io_bytes), seq.window_ms);
+  v.aggregate_iops = PerSecond(static_cast<double>(rnd.aggregate.read.ios), rnd.window_ms);
+  v.min_aggregate_bw = min_aggregate_bw;
+  v.aggregate_pass = v.aggregate_bw >= static_cast<double>(min_aggregate_bw);
+  return v;
+}
+
+nlohmann::json ClusterStorageJson(const StorageOptions& o, const IoJobOptions& seq_job,
+                                  const IoJobOptions& rnd_job, const ClusterIo& seq,
+                                  const ClusterIo& rnd, const ClusterStorageVerdict& v) {
+  nlohmann::json clients = nlohmann::json::array();
+  for (size_t i = 0; i < v.clients.size(); i++) {
+    const StorageVerdict& c = v.clients[i];
+    clients.push_back({{"rank", seq.ranks[i].rank},
+                       {"hostname", seq.ranks[i].host},
+                       {"bw_bytes", c.bw},
+                       {"bw_pass", c.bw_pass},
+                       {"iops", c.iops},
+                       {"iops_pass", c.iops_pass},
+                       {"pass", c.pass()}});
+  }
+  return {{"sequential_read", ClusterJson(seq_job, seq)},
+          {"random_read", ClusterJson(rnd_job, rnd)},
+          {"verdict",
+           {{"clients", clients},
+            {"min_bw_bytes", o.min_bw},
+            {"min_iops", o.min_iops},
+            {"every_client_pass", v.failing == 0},
+            {"aggregate_bw_bytes", v.aggregate_bw},
+            {"aggregate_iops", v.aggregate_iops},
+            {"min_aggregate_bw_bytes", v.min_aggregate_bw},
+            {"aggregate_pass", v.aggregate_pass},
+            {"pass", v.pass()},
+            {"quick", o.quick}}}};
+}
+
+std::string ClusterStorageText(const StorageOptions& o, const ClusterIo& seq, const ClusterIo& rnd,
+                               const ClusterStorageVerdict& v) {
+  std::string s =
+      fmt::format("{} clients at once, each against the bar ({} and {} IOPS):\n", v.clients.size(),
+                  FormatRate(static_cast<double>(o.min_bw)), o.min_iops);
+  for (size_t i = 0; i < v.clients.size(); i++) {
+    const StorageVerdict& c = v.clients[i];
+    s += fmt::format("  rank {:>3} {:<16} seq {:>12} {}  rand {:>8} IOPS {}  {}\n",
+                     seq.ranks[i].rank, seq.ranks[i].host, FormatRate(c.bw),
+                     c.bw_pass ? "ok  " : "LOW ", FormatCount(c.iops),
+                     c.iops_pass ? "ok  " : "LOW ", c.pass() ? "PASS" : "FAIL");
+  }
+  s += fmt::format("aggregate (first start to last end): sequential {}, random {} IOPS\n",
+                   FormatRate(v.aggregate_bw), FormatCount(v.aggregate_iops));
+  const RankIo &slow = seq.ranks[seq.slowest], &slow_rnd = rnd.ranks[rnd.slowest];
+  s += fmt::format("slowest client: rank {} ({}) sequential, rank {} ({}) random\n", slow.rank,
+                   slow.host, slow_rnd.rank, slow_rnd.host);
+  s += fmt::format("every client >= the bar: {}  ({} of {} below)\n",
+                   v.failing == 0 ? "PASS" : "FAIL", v.failing, v.clients.size());
+  if (v.min_aggregate_bw > 0) {
+    s += fmt::format("aggregate >= {}: {}\n", FormatRate(static_cast<double>(v.min_aggregate_bw)),
+                     v.aggregate_pass ? "PASS" : "FAIL");
+  }
+  if (o.quick) s += "(`quick`: a first look; run without `quick` for a verdict to trust)\n";
+  return s;
+}
+
+}  // namespace ds::bench
