@@ -17,23 +17,40 @@
 #include <thread>
 #include <vector>
 
-#include "src/stop.h"
 #include "src/aligned_buffer.h"
 #include "src/fd.h"
 #include "src/io_engine.h"
 #include "src/page_cache.h"
 #include "src/random.h"
+#include "src/stop.h"
 #include "src/system_probe.h"
 
 namespace ds::bench {
 
-namespace {
+// ---- IoClock ----
 
-using Clock = std::chrono::steady_clock;
-int64_t NowNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch())
+int64_t IoClock::Now() const {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
       .count();
 }
+
+bool IoClock::SleepUntil(int64_t until, const std::atomic<bool>& stop) const {
+  while (Now() < until) {
+    if (StopRequested() || stop.load(std::memory_order_relaxed)) return false;
+    int64_t left = until - Now();
+    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left, 10'000'000)));
+  }
+  return true;
+}
+
+const IoClock& SteadyIoClock() {
+  static const IoClock clock;
+  return clock;
+}
+
+namespace {
+
 double CpuSeconds(const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; }
 
 // fio's io_u_map buckets: 1, 2, 4, 8, 16, 32, >=64 (level); 0, 1-4, 5-8, 9-16, 17-32, 33-64,
@@ -48,16 +65,6 @@ size_t CountBucket(size_t n) {
   size_t b = 1;
   for (size_t lim = 4; b < 6 && n > lim; lim <<= 1) b++;
   return n > 64 ? 6 : b;
-}
-
-// Sleeps until `until` (steady ns) or a stop; false when stopped.
-bool SleepUntil(int64_t until, const std::atomic<bool>& stop) {
-  while (NowNs() < until) {
-    if (StopRequested() || stop.load(std::memory_order_relaxed)) return false;
-    int64_t left = until - NowNs();
-    std::this_thread::sleep_for(std::chrono::nanoseconds(std::min<int64_t>(left, 10'000'000)));
-  }
-  return true;
 }
 
 // The clone's files (fio's nrfiles): each with its fd, its own offsets and what it was written.
@@ -125,334 +132,413 @@ class FilePicker {
   uint64_t ios_ = 0, laps_ = 0;
 };
 
-}  // namespace
+// One clone's run, in its steps: Setup (affinity, start delay, logs, engine, files, buffers),
+// Loop (issue up to iodepth, paced; reap; think), Finish (end_fsync, CPU, timings, verify).
+// Every completion, a trim's too, is counted by Account; the ramp ends in one place, EndRamp.
+class Clone {
+ public:
+  Clone(const IoJobOptions& o, unsigned job, const std::atomic<bool>& stop, LiveCounters* live,
+        JobResult* out, const IoClock& clock)
+      : o_(o), job_(job), stop_(stop), live_(live), out_(out), clock_(clock) {}
 
-Status RunClone(const IoJobOptions& o, std::span<const std::string> paths, unsigned job,
-                const std::atomic<bool>& stop, LiveCounters* live, JobResult* out) {
-  const int64_t thread_start = NowNs();
-  if (!o.cpus.empty()) {
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int c : o.cpus) CPU_SET(c, &set);
-    if (int e = pthread_setaffinity_np(pthread_self(), sizeof set, &set); e != 0) {
-      return Status::FromErrno(e, fmt::format("cpus_allowed: cannot run job {} there", job),
-                               Code::kInvalidArgument);
-    }
+  Status Run(std::span<const std::string> paths) {
+    thread_start_ = clock_.Now();
+    bool go = true;
+    DS_RETURN_IF_ERROR(Setup(paths, &go));
+    if (!go) return Status::Ok();  // stopped during the start delay
+    DS_RETURN_IF_ERROR(Loop());
+    return Finish();
   }
-  if (o.startdelay > 0 &&
-      !SleepUntil(thread_start + static_cast<int64_t>(o.startdelay * 1e9), stop)) {
+
+ private:
+  static constexpr int64_t kWindowNs = 500'000'000;  // fio's bw/iops sample window
+  enum Dir { kRead = 0, kWrite = 1, kTrim = 2 };
+
+  Status Setup(std::span<const std::string> paths, bool* go) {
+    if (!o_.cpus.empty()) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (int c : o_.cpus) CPU_SET(c, &set);
+      if (int e = pthread_setaffinity_np(pthread_self(), sizeof set, &set); e != 0) {
+        return Status::FromErrno(e, fmt::format("cpus_allowed: cannot run job {} there", job_),
+                                 Code::kInvalidArgument);
+      }
+    }
+    if (o_.startdelay > 0 &&
+        !clock_.SleepUntil(thread_start_ + static_cast<int64_t>(o_.startdelay * 1e9), stop_)) {
+      *go = false;
+      return Status::Ok();
+    }
+    if (o_.logs.any()) {
+      DS_ASSIGN_OR_RETURN(logs_, IoLogs::Open(o_.logs, job_));
+    }
+    EngineOptions eo;
+    eo.depth = o_.iodepth;
+    eo.sqpoll = o_.sqthread_poll;
+    eo.iopoll = o_.hipri;
+    DS_ASSIGN_OR_RETURN(engine_, MakeEngine(o_.ioengine, eo));
+    sync_engine_ = (engine_->flags() & kEngineSync) != 0;
+    sizes_ = o_.IoSizes();
+    verify_ = o_.verify != VerifyKind::kNone;
+    std::vector<int> fds;
+    for (const auto& p : paths) {
+      DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenTestFile(o_, p));
+      if (o_.invalidate) EvictPages(fd.get());
+      fds.push_back(fd.get());
+      files_.push_back({p, std::move(fd),
+                        IoPattern(sizes_, o_.distribution, o_.size, IsRandom(o_.rw)),
+                        verify_ ? WrittenBlocks(o_.size, o_.bs) : WrittenBlocks()});
+    }
+    for (int fd : fds) {
+      DS_ASSIGN_OR_RETURN(EngineFile f, EngineFile::Open(*engine_, fd));
+      engine_files_.push_back(std::move(f));
+    }
+    const unsigned depth = o_.iodepth;
+    for (unsigned i = 0; i < depth; i++) {
+      bufs_.emplace_back(sizes_.max);
+      Rng(o_.seed, job_ * 1000 + i).Fill(bufs_.back().data(), sizes_.max);
+    }
+    if (o_.registerfiles || o_.sqthread_poll) {  // as fio: SQPOLL implies registered files
+      DS_RETURN_IF_ERROR(engine_->RegisterFiles(fds));
+    }
+    if (o_.fixedbufs) {
+      std::vector<std::span<char>> spans;
+      for (auto& b : bufs_) spans.emplace_back(b.data(), b.size());
+      DS_RETURN_IF_ERROR(engine_->RegisterBuffers(spans));
+    }
+    reqs_.resize(depth);
+    issued_.resize(depth);
+    slot_file_.assign(depth, 0);
+    done_.resize(depth);
+    for (unsigned i = 0; i < depth; i++) free_slots_.push_back(depth - 1 - i);
+    const uint64_t seed = o_.randrepeat ? o_.seed : o_.seed ^ static_cast<uint64_t>(clock_.Now());
+    rng_ = Rng(seed, job_ + 1);
+    // fio's io_size, else size x loops over each file (a pass: whole blocks of bs).
+    pass_ = sizes_.fixed() ? o_.size / o_.bs * o_.bs : o_.size;
+    limit_ = o_.io_size ? o_.io_size : pass_ * files_.size() * o_.loops;
+    picker_ = std::make_unique<FilePicker>(o_, files_.size(), pass_);
+    start_ = clock_.Now();
+    ramp_end_ = start_ + static_cast<int64_t>(o_.ramp_time * 1e9);
+    deadline_ = o_.runtime > 0 ? ramp_end_ + static_cast<int64_t>(o_.runtime * 1e9) : INT64_MAX;
+    measured_from_ = window_start_ = ramp_end_;
+    ramping_ = o_.ramp_time > 0;
+    ::getrusage(RUSAGE_THREAD, &ru0_);
     return Status::Ok();
   }
-  std::unique_ptr<IoLogs> logs;
-  if (o.logs.any()) {
-    DS_ASSIGN_OR_RETURN(logs, IoLogs::Open(o.logs, job));
+
+  bool More(int64_t now) const {
+    if (StopRequested() || stop_.load(std::memory_order_relaxed) || now >= deadline_) return false;
+    return o_.time_based || issued_bytes_ < limit_;
   }
-  EngineOptions eo;
-  eo.depth = o.iodepth;
-  eo.sqpoll = o.sqthread_poll;
-  eo.iopoll = o.hipri;
-  DS_ASSIGN_OR_RETURN(auto engine, MakeEngine(o.ioengine, eo));
-  const BlockSizes sizes = o.IoSizes();
-  const bool verify = o.verify != VerifyKind::kNone;
-  std::vector<CloneFile> files;
-  std::vector<int> fds;
-  for (const auto& p : paths) {
-    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenTestFile(o, p));
-    if (o.invalidate) EvictPages(fd.get());
-    fds.push_back(fd.get());
-    files.push_back({p, std::move(fd), IoPattern(sizes, o.distribution, o.size, IsRandom(o.rw)),
-                     verify ? WrittenBlocks(o.size, o.bs) : WrittenBlocks()});
-  }
-  std::vector<EngineFile> engine_files;  // after files: handed back before the fds close
-  for (int fd : fds) {
-    DS_ASSIGN_OR_RETURN(EngineFile f, EngineFile::Open(*engine, fd));
-    engine_files.push_back(std::move(f));
-  }
-  unsigned depth = o.iodepth;
-  std::vector<AlignedBuffer> bufs;
-  for (unsigned i = 0; i < depth; i++) {
-    bufs.emplace_back(sizes.max);
-    Rng(o.seed, job * 1000 + i).Fill(bufs.back().data(), sizes.max);
-  }
-  if (o.registerfiles || o.sqthread_poll) {  // as fio: SQPOLL implies registered files
-    DS_RETURN_IF_ERROR(engine->RegisterFiles(fds));
-  }
-  if (o.fixedbufs) {
-    std::vector<std::span<char>> spans;
-    for (auto& b : bufs) spans.emplace_back(b.data(), b.size());
-    DS_RETURN_IF_ERROR(engine->RegisterBuffers(spans));
-  }
-  std::vector<IoRequest> reqs(depth);
-  std::vector<int64_t> issued(depth);
-  std::vector<size_t> slot_file(depth, 0);
-  std::vector<IoRequest*> done(depth);
-  const uint64_t seed = o.randrepeat ? o.seed : o.seed ^ static_cast<uint64_t>(NowNs());
-  Rng rng(seed, job + 1);
-  // fio's io_size, else size x loops over each file (a pass: whole blocks of bs).
-  const uint64_t pass = sizes.fixed() ? o.size / o.bs * o.bs : o.size;
-  const uint64_t limit = o.io_size ? o.io_size : pass * files.size() * o.loops;
-  FilePicker picker(o, files.size(), pass);
-  uint64_t issued_bytes = 0, issued_ios = 0, writes_issued = 0;
-  bool last_write = false;
-  size_t last_file = 0;
-  int64_t start = NowNs();
-  int64_t ramp_end = start + static_cast<int64_t>(o.ramp_time * 1e9);
-  int64_t deadline = o.runtime > 0 ? ramp_end + static_cast<int64_t>(o.runtime * 1e9) : INT64_MAX;
-  int64_t measured_from = ramp_end;
-  bool ramping = o.ramp_time > 0;
-  rusage ru0{}, ru1{};
-  ::getrusage(RUSAGE_THREAD, &ru0);
-  std::vector<unsigned> free_slots;
-  for (unsigned i = 0; i < depth; i++) free_slots.push_back(depth - 1 - i);
-  auto more = [&](int64_t now) {
-    if (StopRequested() || stop.load(std::memory_order_relaxed) || now >= deadline) return false;
-    return o.time_based || issued_bytes < limit;
-  };
+
   // rate / rate_iops: the earliest time the next IO may go (fio spreads IOs evenly).
-  auto next_allowed = [&]() -> int64_t {
+  int64_t NextAllowed() const {
     int64_t t = 0;
-    if (o.rate) t = start + static_cast<int64_t>(static_cast<double>(issued_bytes) * 1e9 / o.rate);
-    if (o.rate_iops) {
-      t = std::max(t, start + static_cast<int64_t>(static_cast<double>(issued_ios) * 1e9 /
-                                                   static_cast<double>(o.rate_iops)));
+    if (o_.rate) {
+      t = start_ + static_cast<int64_t>(static_cast<double>(issued_bytes_) * 1e9 / o_.rate);
+    }
+    if (o_.rate_iops) {
+      t = std::max(t, start_ + static_cast<int64_t>(static_cast<double>(issued_ios_) * 1e9 /
+                                                    static_cast<double>(o_.rate_iops)));
     }
     return t;
-  };
+  }
+
+  // The ramp is over at `now`: what was counted so far is dropped, and counting starts here.
+  void EndRamp(int64_t now) {
+    ramping_ = false;
+    measured_from_ = window_start_ = now;
+    out_->read = DirStats{};
+    out_->write = DirStats{};
+    out_->trim = DirStats{};
+    out_->depth = DepthStats{};
+    for (int d = 0; d < 3; d++) window_bytes_[d] = window_ios_[d] = 0;
+    ::getrusage(RUSAGE_THREAD, &ru0_);
+  }
+
+  // One completed IO of direction d, `bytes` landed of `len` asked, issued at `issued`.
+  void Account(Dir d, uint64_t bytes, uint64_t len, int64_t issued, int64_t now) {
+    if (ramping_) return;
+    DirStats& s = d == kRead ? out_->read : d == kWrite ? out_->write : out_->trim;
+    s.io_bytes += bytes;
+    s.ios++;
+    if (bytes < len) s.short_ios++;
+    if (!o_.gtod_reduce) s.clat.Add(static_cast<uint64_t>(now - issued));
+    window_bytes_[d] += bytes;
+    window_ios_[d]++;
+    if (logs_) {
+      logs_->Complete(static_cast<uint64_t>(now - thread_start_) / 1000000, d, bytes,
+                      static_cast<uint64_t>(now - issued));
+    }
+  }
+
   // fio's bw/iops samples: one per 500 ms window, per direction the job does.
-  constexpr int64_t kWindowNs = 500'000'000;
-  int64_t window_start = measured_from;
-  uint64_t window_bytes[3] = {0, 0, 0}, window_ios[3] = {0, 0, 0};
-  auto close_window = [&](int64_t now) {
-    double secs = static_cast<double>(now - window_start) / 1e9;
-    DirStats* dirs[3] = {&out->read, &out->write, &out->trim};
-    bool does[3] = {Reads(o.rw), Writes(o.rw), Trims(o.rw)};
+  void MaybeCloseWindow(int64_t now) {
+    if (ramping_ || o_.gtod_reduce || now - window_start_ < kWindowNs) return;
+    double secs = static_cast<double>(now - window_start_) / 1e9;
+    DirStats* dirs[3] = {&out_->read, &out_->write, &out_->trim};
+    bool does[3] = {Reads(o_.rw), Writes(o_.rw), Trims(o_.rw)};
     for (int d = 0; d < 3; d++) {
       if (!does[d]) continue;
-      dirs[d]->bw_kib.Add(static_cast<double>(window_bytes[d]) / 1024 / secs);
-      dirs[d]->iops.Add(static_cast<double>(window_ios[d]) / secs);
-      window_bytes[d] = window_ios[d] = 0;
+      dirs[d]->bw_kib.Add(static_cast<double>(window_bytes_[d]) / 1024 / secs);
+      dirs[d]->iops.Add(static_cast<double>(window_ios_[d]) / secs);
+      window_bytes_[d] = window_ios_[d] = 0;
     }
-    window_start = now;
-  };
+    window_start_ = now;
+  }
+
+  void Live(uint64_t bytes, uint64_t ios) {
+    if (!live_) return;
+    live_->bytes.fetch_add(bytes, std::memory_order_relaxed);
+    live_->ios.fetch_add(ios, std::memory_order_relaxed);
+  }
+
   // fio's sync block counts the fsyncs of fsync=N; end_fsync's is not an IO of the job.
-  auto do_fsync = [&](const CloneFile& f, bool count) -> Status {
-    int64_t t0 = NowNs();
+  Status Fsync(const CloneFile& f, bool count) {
+    int64_t t0 = clock_.Now();
     if (::fsync(f.fd.get()) != 0) return Status::FromErrno(errno, f.path + ": fsync");
-    if (count && !ramping) {
-      out->syncs++;
-      out->sync_lat.Add(static_cast<uint64_t>(NowNs() - t0));
+    if (count && !ramping_) {
+      out_->syncs++;
+      out_->sync_lat.Add(static_cast<uint64_t>(clock_.Now() - t0));
     }
     return Status::Ok();
-  };
-  int64_t now = start;
-  unsigned queued = 0;  // queued since the last Submit
-  // fio's clat runs from submission to completion. A synchronous engine does the IO inside Queue,
-  // so its clock starts before Queue; an asynchronous one's starts when Submit hands the request
-  // to the kernel (with iodepth_batch_submit > 1, a request may wait queued before that).
-  const bool sync_engine = (engine->flags() & kEngineSync) != 0;
-  std::vector<unsigned> unsubmitted;
-  auto submit = [&]() -> Status {
-    DS_ASSIGN_OR_RETURN(unsigned n, engine->Submit());
-    if (!sync_engine && n > 0) out->depth.submit[CountBucket(n)]++;
-    int64_t t = NowNs();
-    for (unsigned slot : unsubmitted) issued[slot] = t;
-    unsubmitted.clear();
-    queued = 0;
+  }
+
+  // fio's clat runs from submission to completion. A synchronous engine does the IO inside
+  // Queue, so its clock starts before Queue; an asynchronous one's starts when Submit hands the
+  // request to the kernel (with iodepth_batch_submit > 1, a request may wait queued first).
+  Status Submit() {
+    DS_ASSIGN_OR_RETURN(unsigned n, engine_->Submit());
+    if (!sync_engine_ && n > 0) out_->depth.submit[CountBucket(n)]++;
+    int64_t t = clock_.Now();
+    for (unsigned slot : unsubmitted_) issued_[slot] = t;
+    unsubmitted_.clear();
+    queued_ = 0;
     return Status::Ok();
-  };
-  while (true) {
-    while (!free_slots.empty() && more(now)) {
-      if (o.rate || o.rate_iops) {
-        int64_t t = next_allowed();
-        if (t > now) {
-          if (engine->inflight() > 0) break;                    // reap meanwhile
-          if (!SleepUntil(std::min(t, deadline), stop)) break;  // the runtime ends a wait too
-          now = NowNs();
-          continue;
-        }
-      }
-      // fio's fsync=N: after every N writes issued, an fsync before the next IO (none after the
-      // job's last write).
-      if (o.fsync_every && last_write && writes_issued % o.fsync_every == 0) {
-        DS_RETURN_IF_ERROR(do_fsync(files[last_file], true));
-        last_write = false;
-      }
-      unsigned slot = free_slots.back();
-      free_slots.pop_back();
-      IoRequest& r = reqs[slot];
-      bool write =
-          o.rw == RwMode::kWrite || o.rw == RwMode::kRandWrite ||
-          ((o.rw == RwMode::kRandRw || o.rw == RwMode::kRw) && rng.Below(100) >= o.rwmixread);
-      const size_t fi = picker.Next(rng, files);
-      CloneFile& f = files[fi];
-      const IoPattern::Io io = f.pattern.Next(rng);
-      if (Trims(o.rw)) {  // synchronous, in this thread (fio's engines trim so too)
-        free_slots.push_back(slot);
-        uint64_t range[2] = {o.offset + io.offset, io.len};
-        int64_t t0 = NowNs();
-        if (::ioctl(f.fd.get(), BLKDISCARD, range) != 0) {
-          return Status::FromErrno(
-              errno, fmt::format("{}: trim of {} at offset {}", f.path, io.len, range[0]));
-        }
-        now = NowNs();
-        issued_bytes += io.len;
-        f.issued += io.len;
-        issued_ios++;
-        out->depth.level[LevelBucket(1)]++;
-        out->depth.submit[CountBucket(1)]++;
-        out->depth.complete[CountBucket(1)]++;
-        if (live) {
-          live->bytes.fetch_add(io.len, std::memory_order_relaxed);
-          live->ios.fetch_add(1, std::memory_order_relaxed);
-        }
-        if (ramping && now >= ramp_end) {
-          ramping = false;
-          measured_from = window_start = now;
-          out->trim = DirStats{};
-          out->depth = DepthStats{};
-          ::getrusage(RUSAGE_THREAD, &ru0);
-        } else if (!ramping) {
-          out->trim.io_bytes += io.len;
-          out->trim.ios++;
-          if (!o.gtod_reduce) out->trim.clat.Add(static_cast<uint64_t>(now - t0));
-          window_bytes[2] += io.len;
-          window_ios[2]++;
-          if (logs) {
-            logs->Complete(static_cast<uint64_t>(now - thread_start) / 1000000, 2, io.len,
-                           static_cast<uint64_t>(now - t0));
-          }
-          if (!o.gtod_reduce && now - window_start >= kWindowNs) close_window(now);
-        }
-        continue;
-      }
-      r = IoRequest{write ? IoRequest::Op::kWrite : IoRequest::Op::kRead,
-                    f.fd.get(),
-                    bufs[slot].data(),
-                    io.len,
-                    o.offset + io.offset,
-                    0,
-                    reinterpret_cast<void*>(static_cast<uintptr_t>(slot)),
-                    o.fixedbufs ? static_cast<int>(slot) : -1};
-      if (verify && write) {
-        FillVerifiable(o.verify, o.seed, r.offset, static_cast<char*>(r.buf), r.len);
-        f.written.Mark(io.offset);
-      }
-      slot_file[slot] = fi;
-      if (sync_engine) issued[slot] = NowNs();
-      DS_RETURN_IF_ERROR(engine->Queue(&r));
-      out->depth.level[LevelBucket(engine->inflight())]++;
-      if (sync_engine) out->depth.submit[CountBucket(1)]++;
-      if (!sync_engine) unsubmitted.push_back(slot);
-      issued_bytes += io.len;
-      f.issued += io.len;
-      issued_ios++;
-      last_write = write;
-      last_file = fi;
-      writes_issued += write ? 1 : 0;
-      // fio's iodepth_batch_submit: hand requests to the kernel in groups of this many.
-      if (++queued >= o.iodepth_batch_submit) DS_RETURN_IF_ERROR(submit());
+  }
+
+  // A trim is synchronous, in this thread (fio's engines trim so too).
+  Status Trim(CloneFile& f, const IoPattern::Io& io) {
+    uint64_t range[2] = {o_.offset + io.offset, io.len};
+    int64_t t0 = clock_.Now();
+    if (::ioctl(f.fd.get(), BLKDISCARD, range) != 0) {
+      return Status::FromErrno(
+          errno, fmt::format("{}: trim of {} at offset {}", f.path, io.len, range[0]));
     }
-    if (engine->inflight() == 0) {
-      if (more(NowNs()) && (o.rate || o.rate_iops)) {  // paced: wait for the next slot
-        if (!SleepUntil(std::min(next_allowed(), deadline), stop)) break;
-        now = NowNs();
-        continue;
+    now_ = clock_.Now();
+    issued_bytes_ += io.len;
+    f.issued += io.len;
+    issued_ios_++;
+    out_->depth.level[LevelBucket(1)]++;
+    out_->depth.submit[CountBucket(1)]++;
+    out_->depth.complete[CountBucket(1)]++;
+    Live(io.len, 1);
+    if (ramping_ && now_ >= ramp_end_) {
+      EndRamp(now_);
+    } else {
+      Account(kTrim, io.len, io.len, t0, now_);
+      MaybeCloseWindow(now_);
+    }
+    return Status::Ok();
+  }
+
+  // Queues one IO on a free slot (or trims); false in *issued when pacing says wait.
+  Status IssueOne(bool* go_on) {
+    *go_on = true;
+    if (o_.rate || o_.rate_iops) {
+      int64_t t = NextAllowed();
+      if (t > now_) {
+        if (engine_->inflight() > 0) return *go_on = false, Status::Ok();  // reap meanwhile
+        // The runtime ends a wait too.
+        if (!clock_.SleepUntil(std::min(t, deadline_), stop_)) return *go_on = false, Status::Ok();
+        now_ = clock_.Now();
+        return Status::Ok();
       }
-      break;
     }
-    DS_RETURN_IF_ERROR(submit());
-    DS_ASSIGN_OR_RETURN(size_t n, engine->Reap(1, done));
-    now = NowNs();
-    out->depth.complete[CountBucket(n)]++;
-    if (ramping && now >= ramp_end) {  // ramp over: start counting from here
-      ramping = false;
-      measured_from = window_start = now;
-      out->read = DirStats{};
-      out->write = DirStats{};
-      out->trim = DirStats{};
-      out->depth = DepthStats{};
-      for (int d = 0; d < 3; d++) window_bytes[d] = window_ios[d] = 0;
-      ::getrusage(RUSAGE_THREAD, &ru0);
+    // fio's fsync=N: after every N writes issued, an fsync before the next IO (none after the
+    // job's last write).
+    if (o_.fsync_every && last_write_ && writes_issued_ % o_.fsync_every == 0) {
+      DS_RETURN_IF_ERROR(Fsync(files_[last_file_], true));
+      last_write_ = false;
     }
+    const bool write =
+        o_.rw == RwMode::kWrite || o_.rw == RwMode::kRandWrite ||
+        ((o_.rw == RwMode::kRandRw || o_.rw == RwMode::kRw) && rng_.Below(100) >= o_.rwmixread);
+    const size_t fi = picker_->Next(rng_, files_);
+    CloneFile& f = files_[fi];
+    const IoPattern::Io io = f.pattern.Next(rng_);
+    if (Trims(o_.rw)) return Trim(f, io);
+    unsigned slot = free_slots_.back();
+    free_slots_.pop_back();
+    IoRequest& r = reqs_[slot];
+    r = IoRequest{write ? IoRequest::Op::kWrite : IoRequest::Op::kRead,
+                  f.fd.get(),
+                  bufs_[slot].data(),
+                  io.len,
+                  o_.offset + io.offset,
+                  0,
+                  reinterpret_cast<void*>(static_cast<uintptr_t>(slot)),
+                  o_.fixedbufs ? static_cast<int>(slot) : -1};
+    if (verify_ && write) {
+      FillVerifiable(o_.verify, o_.seed, r.offset, static_cast<char*>(r.buf), r.len);
+      f.written.Mark(io.offset);
+    }
+    slot_file_[slot] = fi;
+    if (sync_engine_) issued_[slot] = clock_.Now();
+    DS_RETURN_IF_ERROR(engine_->Queue(&r));
+    out_->depth.level[LevelBucket(engine_->inflight())]++;
+    if (sync_engine_) out_->depth.submit[CountBucket(1)]++;
+    if (!sync_engine_) unsubmitted_.push_back(slot);
+    issued_bytes_ += io.len;
+    f.issued += io.len;
+    issued_ios_++;
+    last_write_ = write;
+    last_file_ = fi;
+    writes_issued_ += write ? 1 : 0;
+    // fio's iodepth_batch_submit: hand requests to the kernel in groups of this many.
+    if (++queued_ >= o_.iodepth_batch_submit) DS_RETURN_IF_ERROR(Submit());
+    return Status::Ok();
+  }
+
+  // Reaps at least one completion and counts what landed.
+  Status Reap() {
+    DS_RETURN_IF_ERROR(Submit());
+    DS_ASSIGN_OR_RETURN(size_t n, engine_->Reap(1, done_));
+    now_ = clock_.Now();
+    out_->depth.complete[CountBucket(n)]++;
+    if (ramping_ && now_ >= ramp_end_) EndRamp(now_);  // ramp over: count from here
     uint64_t landed = 0;
     for (size_t k = 0; k < n; k++) {
-      IoRequest* r = done[k];
+      IoRequest* r = done_[k];
       auto slot = static_cast<unsigned>(reinterpret_cast<uintptr_t>(r->user));
       if (r->result < 0) {
         std::string what =
-            fmt::format("{}: {} of {} at offset {}", files[slot_file[slot]].path,
+            fmt::format("{}: {} of {} at offset {}", files_[slot_file_[slot]].path,
                         r->op == IoRequest::Op::kRead ? "read" : "write", r->len, r->offset);
-        if (o.hipri && (r->result == -EOPNOTSUPP || r->result == -EINVAL)) {
+        if (o_.hipri && (r->result == -EOPNOTSUPP || r->result == -EINVAL)) {
           what +=
               " (hipri: this device or file system cannot poll for completions; it needs "
               "direct=1 and a block device with poll queues, e.g. nvme poll_queues=N)";
         }
         return ErrnoStatus(r->result, what);
       }
-      const bool read = r->op == IoRequest::Op::kRead;
-      landed += static_cast<uint64_t>(r->result);
-      DirStats& d = read ? out->read : out->write;
-      if (!ramping) {
-        d.io_bytes += static_cast<uint64_t>(r->result);
-        d.ios++;
-        if (static_cast<size_t>(r->result) < r->len) d.short_ios++;
-        if (!o.gtod_reduce) d.clat.Add(static_cast<uint64_t>(now - issued[slot]));
-        window_bytes[read ? 0 : 1] += static_cast<uint64_t>(r->result);
-        window_ios[read ? 0 : 1]++;
-        if (logs) {
-          logs->Complete(static_cast<uint64_t>(now - thread_start) / 1000000, read ? 0 : 1,
-                         static_cast<uint64_t>(r->result),
-                         static_cast<uint64_t>(now - issued[slot]));
-        }
+      const auto bytes = static_cast<uint64_t>(r->result);
+      landed += bytes;
+      Account(r->op == IoRequest::Op::kRead ? kRead : kWrite, bytes, r->len, issued_[slot], now_);
+      free_slots_.push_back(slot);
+    }
+    Live(landed, n);
+    MaybeCloseWindow(now_);
+    if (o_.thinktime > 0) {
+      clock_.SleepUntil(
+          clock_.Now() + static_cast<int64_t>(o_.thinktime * 1e9 * static_cast<double>(n)), stop_);
+      now_ = clock_.Now();
+    }
+    return Status::Ok();
+  }
+
+  Status Loop() {
+    now_ = start_;
+    while (true) {
+      while (!free_slots_.empty() && More(now_)) {
+        bool go_on = true;
+        DS_RETURN_IF_ERROR(IssueOne(&go_on));
+        if (!go_on) break;
       }
-      free_slots.push_back(slot);
+      if (engine_->inflight() == 0) {
+        if (More(clock_.Now()) && (o_.rate || o_.rate_iops)) {  // paced: wait for the next slot
+          if (!clock_.SleepUntil(std::min(NextAllowed(), deadline_), stop_)) break;
+          now_ = clock_.Now();
+          continue;
+        }
+        break;
+      }
+      DS_RETURN_IF_ERROR(Reap());
     }
-    if (live) {
-      live->bytes.fetch_add(landed, std::memory_order_relaxed);
-      live->ios.fetch_add(n, std::memory_order_relaxed);
+    return Status::Ok();
+  }
+
+  Status Finish() {
+    if (o_.end_fsync && Writes(o_.rw)) {
+      for (const auto& f : files_) DS_RETURN_IF_ERROR(Fsync(f, false));
     }
-    if (!ramping && !o.gtod_reduce && now - window_start >= kWindowNs) close_window(now);
-    if (o.thinktime > 0) {
-      SleepUntil(NowNs() + static_cast<int64_t>(o.thinktime * 1e9 * static_cast<double>(n)), stop);
-      now = NowNs();
+    rusage ru1{};
+    ::getrusage(RUSAGE_THREAD, &ru1);
+    if (logs_) {
+      logs_->Tick(static_cast<uint64_t>(clock_.Now() - thread_start_) / 1000000, true);
+      DS_RETURN_IF_ERROR(logs_->Close());
     }
-  }
-  if (o.end_fsync && Writes(o.rw)) {
-    for (const auto& f : files) DS_RETURN_IF_ERROR(do_fsync(f, false));
-  }
-  ::getrusage(RUSAGE_THREAD, &ru1);
-  if (logs) {
-    logs->Tick(static_cast<uint64_t>(NowNs() - thread_start) / 1000000, true);
-    DS_RETURN_IF_ERROR(logs->Close());
-  }
-  out->start_ns = measured_from;
-  out->end_ns = NowNs();
-  out->runtime_ms = static_cast<double>(out->end_ns - measured_from) / 1e6;
-  out->elapsed = static_cast<double>(out->end_ns - thread_start) / 1e9;
-  double secs = out->runtime_ms / 1e3;
-  if (secs > 0) {
-    out->usr_cpu = (CpuSeconds(ru1.ru_utime) - CpuSeconds(ru0.ru_utime)) / secs * 100;
-    out->sys_cpu = (CpuSeconds(ru1.ru_stime) - CpuSeconds(ru0.ru_stime)) / secs * 100;
-  }
-  out->ctx = static_cast<uint64_t>((ru1.ru_nvcsw - ru0.ru_nvcsw) + (ru1.ru_nivcsw - ru0.ru_nivcsw));
-  out->majf = static_cast<uint64_t>(ru1.ru_majflt - ru0.ru_majflt);
-  out->minf = static_cast<uint64_t>(ru1.ru_minflt - ru0.ru_minflt);
-  if (!verify) return Status::Ok();
-  // Read back from the device, not the page cache: written through it, the blocks are made
-  // durable and their cached pages dropped first.
-  Status checked = Status::Ok();
-  for (const auto& f : files) {
-    if (!o.direct) {
-      if (::fsync(f.fd.get()) != 0) return Status::FromErrno(errno, f.path + ": fsync");
-      EvictPages(f.fd.get());
+    out_->start_ns = measured_from_;
+    out_->end_ns = clock_.Now();
+    out_->runtime_ms = static_cast<double>(out_->end_ns - measured_from_) / 1e6;
+    out_->elapsed = static_cast<double>(out_->end_ns - thread_start_) / 1e9;
+    double secs = out_->runtime_ms / 1e3;
+    if (secs > 0) {
+      out_->usr_cpu = (CpuSeconds(ru1.ru_utime) - CpuSeconds(ru0_.ru_utime)) / secs * 100;
+      out_->sys_cpu = (CpuSeconds(ru1.ru_stime) - CpuSeconds(ru0_.ru_stime)) / secs * 100;
     }
-    VerifyResult vr;
-    Status s =
-        VerifyWritten(o.verify, f.fd.get(), o.offset, f.written, bufs[0].data(), f.path, &vr);
-    out->verified_blocks += vr.blocks;
-    if (checked.ok()) checked = s;
+    out_->ctx =
+        static_cast<uint64_t>((ru1.ru_nvcsw - ru0_.ru_nvcsw) + (ru1.ru_nivcsw - ru0_.ru_nivcsw));
+    out_->majf = static_cast<uint64_t>(ru1.ru_majflt - ru0_.ru_majflt);
+    out_->minf = static_cast<uint64_t>(ru1.ru_minflt - ru0_.ru_minflt);
+    if (!verify_) return Status::Ok();
+    // Read back from the device, not the page cache: written through it, the blocks are made
+    // durable and their cached pages dropped first.
+    Status checked = Status::Ok();
+    for (const auto& f : files_) {
+      if (!o_.direct) {
+        if (::fsync(f.fd.get()) != 0) return Status::FromErrno(errno, f.path + ": fsync");
+        EvictPages(f.fd.get());
+      }
+      VerifyResult vr;
+      Status s =
+          VerifyWritten(o_.verify, f.fd.get(), o_.offset, f.written, bufs_[0].data(), f.path, &vr);
+      out_->verified_blocks += vr.blocks;
+      if (checked.ok()) checked = s;
+    }
+    return checked;
   }
-  return checked;
+
+  const IoJobOptions& o_;
+  const unsigned job_;
+  const std::atomic<bool>& stop_;
+  LiveCounters* live_;
+  JobResult* out_;
+  const IoClock& clock_;
+
+  std::unique_ptr<IoLogs> logs_;
+  std::unique_ptr<IoEngine> engine_;
+  bool sync_engine_ = false;
+  BlockSizes sizes_;
+  bool verify_ = false;
+  std::vector<CloneFile> files_;
+  std::vector<EngineFile> engine_files_;  // after files_: handed back before the fds close
+  std::vector<AlignedBuffer> bufs_;
+  std::vector<IoRequest> reqs_;
+  std::vector<int64_t> issued_;
+  std::vector<size_t> slot_file_;
+  std::vector<IoRequest*> done_;
+  std::vector<unsigned> free_slots_, unsubmitted_;
+  unsigned queued_ = 0;  // queued since the last Submit
+  Rng rng_{0, 0};
+  uint64_t pass_ = 0, limit_ = 0;
+  std::unique_ptr<FilePicker> picker_;
+  uint64_t issued_bytes_ = 0, issued_ios_ = 0, writes_issued_ = 0;
+  bool last_write_ = false;
+  size_t last_file_ = 0;
+  int64_t thread_start_ = 0, start_ = 0, ramp_end_ = 0, deadline_ = 0, measured_from_ = 0;
+  int64_t window_start_ = 0, now_ = 0;
+  bool ramping_ = false;
+  uint64_t window_bytes_[3] = {0, 0, 0}, window_ios_[3] = {0, 0, 0};
+  rusage ru0_{};
+};
+
+}  // namespace
+
+Status RunClone(const IoJobOptions& o, std::span<const std::string> paths, unsigned job,
+                const std::atomic<bool>& stop, LiveCounters* live, JobResult* out,
+                const IoClock& clock) {
+  return Clone(o, job, stop, live, out, clock).Run(paths);
 }
 
 }  // namespace ds::bench

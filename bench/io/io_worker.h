@@ -24,10 +24,22 @@ struct LiveCounters {
   std::atomic<uint64_t> ios{0};
 };
 
+// The clock a clone paces and times itself by (steady time in ns): rate, rate_iops, ramp_time,
+// thinktime, startdelay and runtime all read it. Tests give a virtual one.
+class IoClock {
+ public:
+  virtual ~IoClock() = default;
+  virtual int64_t Now() const;
+  // Sleeps until `until` or a stop (StopRequested or `stop`); false when stopped.
+  virtual bool SleepUntil(int64_t until, const std::atomic<bool>& stop) const;
+};
+const IoClock& SteadyIoClock();
+
 // `stop`: the run failed elsewhere (a job that could not start) or the caller stopped it
 // (IoHooks::poll): stop issuing, drain and count what completes. `files`: the clone's test files
 // (REQUIRES: nrfiles of them, each holding offset + size bytes, or fewer for a write job).
 Status RunClone(const IoJobOptions& o, std::span<const std::string> files, unsigned clone,
-                const std::atomic<bool>& stop, LiveCounters* live, JobResult* out);
+                const std::atomic<bool>& stop, LiveCounters* live, JobResult* out,
+                const IoClock& clock = SteadyIoClock());
 
 }  // namespace ds::bench

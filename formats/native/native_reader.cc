@@ -166,10 +166,7 @@ Result<std::optional<DatasetFiles>> ListFiles(const std::string& dir) {
 }
 
 Status Verify(const std::string& dir, LayoutVerifyReport* r, const LayoutProgress& progress) {
-  VerifyReport v;
-  DS_RETURN_IF_ERROR(VerifyDataset(dir, &v, progress));
-  *r = {v.shards, v.records, v.bytes, std::move(v.problems)};
-  return Status::Ok();
+  return VerifyDataset(dir, r, progress);
 }
 
 }  // namespace ds::native

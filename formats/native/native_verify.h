@@ -16,20 +16,15 @@
 #include <string>
 #include <vector>
 
+#include "formats/layout.h"
 #include "src/status.h"
 
 namespace ds::native {
 
-struct VerifyReport {
-  uint64_t shards = 0;
-  uint64_t records = 0;
-  uint64_t bytes = 0;
-  std::vector<std::string> problems;
-  bool ok() const { return problems.empty(); }
-};
-
+// The report and progress are every layout's (formats/layout.h): one verify, one report type.
 // progress(records_done, bytes_done) is called from the calling thread.
-using VerifyProgress = std::function<void(uint64_t, uint64_t)>;
+using VerifyReport = LayoutVerifyReport;
+using VerifyProgress = LayoutProgress;
 
 // Returns non-OK only when verification cannot run (no manifest, unreadable directory);
 // corruption is reported in report->problems.
