@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "bench/io/clone_files.h"
 #include "src/aligned_buffer.h"
 #include "src/fd.h"
 #include "src/io_engine.h"
@@ -66,71 +67,6 @@ size_t CountBucket(size_t n) {
   for (size_t lim = 4; b < 6 && n > lim; lim <<= 1) b++;
   return n > 64 ? 6 : b;
 }
-
-// The clone's files (fio's nrfiles): each with its fd, its own offsets and what it was written.
-struct CloneFile {
-  std::string path;
-  OwnedFd fd;
-  IoPattern pattern;
-  WrittenBlocks written;
-  uint64_t issued = 0;  // bytes issued to it
-};
-
-Result<OwnedFd> OpenTestFile(const IoJobOptions& o, const std::string& file) {
-  int flags = (Writes(o.rw) || Trims(o.rw) ? O_RDWR : O_RDONLY) | (o.direct ? O_DIRECT : 0);
-  auto fd = OpenFile(file, flags);
-  if (fd.ok() && Trims(o.rw)) {
-    struct stat st;
-    if (::fstat(fd->get(), &st) != 0 || !S_ISBLK(st.st_mode)) {
-      return Status(Code::kInvalidArgument,
-                    fmt::format("{}: not a block device; rw={} discards blocks with BLKDISCARD, "
-                                "which only a block device takes (fio's trim fails here too); "
-                                "give `filename=/dev/...` with `allow_device`",
-                                file, RwName(o.rw)));
-    }
-  }
-  if (fd.ok() || !o.direct || fd.status().err() != EINVAL) return fd;
-  struct statfs sf;
-  std::string fs =
-      ::statfs(file.c_str(), &sf) == 0 ? FsTypeName(static_cast<uint64_t>(sf.f_type)) : "?";
-  return Status(
-      Code::kInvalidArgument,
-      fmt::format("{}: this file system ({}) refuses O_DIRECT; use `direct=0`", file, fs));
-}
-
-// fio's file_service_type: which file each IO goes to. roundrobin:N and random:N move on after
-// N IOs; sequential stays on a file until a pass over it is issued.
-class FilePicker {
- public:
-  FilePicker(const IoJobOptions& o, size_t files, uint64_t pass) : o_(o), n_(files), pass_(pass) {}
-  size_t Next(Rng& rng, const std::vector<CloneFile>& files) {
-    if (n_ == 1) return 0;
-    switch (o_.file_service) {
-      case FileService::kRoundRobin:
-        if (ios_++ % o_.file_service_n == 0 && ios_ > 1) cur_ = (cur_ + 1) % n_;
-        break;
-      case FileService::kRandom:
-        if (ios_++ % o_.file_service_n == 0) cur_ = rng.Below(n_);
-        break;
-      case FileService::kSequential:
-        if (files[cur_].issued >= pass_ * (laps_ + 1)) {
-          if (++cur_ == n_) {
-            cur_ = 0;
-            laps_++;
-          }
-        }
-        break;
-    }
-    return cur_;
-  }
-
- private:
-  const IoJobOptions& o_;
-  size_t n_;
-  uint64_t pass_;
-  size_t cur_ = 0;
-  uint64_t ios_ = 0, laps_ = 0;
-};
 
 // One clone's run, in its steps: Setup (affinity, start delay, logs, engine, files, buffers),
 // Loop (issue up to iodepth, paced; reap; think), Finish (end_fsync, CPU, timings, verify).

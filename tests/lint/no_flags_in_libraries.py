@@ -18,7 +18,7 @@ MAINS = {"pack/dspack_main.cc", "sync/dssync_main.cc", "sync/sync_cli.cc", "src/
          "bench/dsbench_main.cc", "bench/training_cli.cc", "bench/mpi_cli.cc", "bench/io_cli.cc",
          "bench/io_cli.h", "bench/fio_cli.cc", "pack/convert_cli.cc", "pack/inspect_cli.cc",
          # fio's command-line parser: it parses flags, so its messages and help name them
-         "bench/io/fio_options.cc"}
+         "bench/io/fio_options.cc", "bench/io/fio_option_table.cc", "bench/io/fio_tokenizer.cc"}
 # Programs of their own: the slow file system (its daemon, and mount.cc, which spawns the daemon
 # with its argv) and the micro-benchmarks.
 OWN_PROGRAMS = ("slowfs/", "tools/micro/")

@@ -54,7 +54,7 @@ ALLOWED = {
     "sync/staged.cc": LOCAL_DST,
     "sync/fanout.cc": LOCAL_DST,
     "bench/io/io_files.cc": "dsbench io lays out and opens fio's job files for its engines (fd hooks)",
-    "bench/io/io_worker.cc": "dsbench io's engines work on fds (fio's file hooks)",
+    "bench/io/clone_files.cc": "dsbench io's engines work on fds (fio's file hooks)",
     "bench/io/io_verify.cc": "dsbench io's verify reads back its own job files by fd, as fio's",
     "bench/io/io_job.cc": "dsbench io's job files: " + NOT_YET,
     "bench/storage/storage.cc": "dsbench storage's raw device checks, as fio's",
