@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <variant>
@@ -18,6 +19,8 @@
 #include "src/status.h"
 
 namespace ds {
+
+class Storage;
 
 // docs/formats/native.md#shard-size: a shard closes before the sample that would take it past
 // this size (a larger sample gets a shard of its own).
@@ -41,6 +44,9 @@ struct CommonWriterOptions {
   // A process of a partitioned write that is not its root (formats/layout.h, PartitionedWriter):
   // OUT has been prepared and is locked by the root; write into it as it is.
   bool join_job = false;
+  // The backend OUT lives on (src/storage.h); null: OpenStorage(out), a path or a registered
+  // URI. Tests hand a FaultStorage here to fail the writer's operations.
+  std::shared_ptr<Storage> storage = nullptr;
 };
 
 struct ShardingOptions : CommonWriterOptions {

@@ -1,17 +1,11 @@
 #include "formats/out_dir.h"
 
-#include <dirent.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
-#include <filesystem>
 
 #include "formats/registry.h"
-#include "src/dir_lock.h"
 #include "src/fd.h"
 #include "src/human.h"
 
@@ -44,9 +38,20 @@ bool MatchesLayoutFile(std::string_view name, std::initializer_list<std::string_
                      [&](std::string_view ext) { return EndsWith(name, ext); });
 }
 
-Status CheckJoinedDir(const std::string& out) {
-  struct stat st;
-  if (::stat(out.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+Result<StorageRef> OutputStorage(const std::string& out, const CommonWriterOptions& options) {
+  if (options.storage) return StorageRef{options.storage, out};
+  return OpenStorage(out);
+}
+
+void RemoveCreated(Storage& storage, const std::vector<std::string>& created,
+                   const std::string& out, bool remove_dir) {
+  for (auto it = created.rbegin(); it != created.rend(); ++it) (void)storage.Remove(*it);
+  if (remove_dir) (void)storage.Remove(out);
+}
+
+Status CheckJoinedDir(Storage& storage, const std::string& out) {
+  auto st = storage.Stat(out, /*follow=*/true);
+  if (!st.ok() || st->type != FileType::kDirectory) {
     return Status(Code::kIOError, out +
                                       ": not a directory here, though the job's first process "
                                       "made it; OUT must be on storage every process of the "
@@ -55,20 +60,17 @@ Status CheckJoinedDir(const std::string& out) {
   return Status::Ok();
 }
 
-Status CheckSeenHere(const std::string& path, uint64_t size) {
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && static_cast<uint64_t>(st.st_size) == size) {
-    return Status::Ok();
-  }
-  bool found = ::access(path.c_str(), F_OK) == 0;
+Status CheckSeenHere(Storage& storage, const std::string& path, uint64_t size) {
+  auto st = storage.Stat(path, /*follow=*/true);
+  if (st.ok() && st->size == size) return Status::Ok();
   return Status(Code::kIOError,
                 fmt::format("{}: {} here, though the job wrote {} bytes there; OUT must be on "
                             "storage every process of the job sees (a shared file system)",
-                            path, found ? fmt::format("{} bytes", st.st_size) : "not found", size));
+                            path, st.ok() ? fmt::format("{} bytes", st->size) : "not found", size));
 }
 
-Result<OutDirState> PrepareOutputDir(const std::string& out, const OutDirSpec& spec,
-                                     ExistingOutput existing) {
+Result<OutDirState> PrepareOutputDir(Storage& storage, const std::string& out,
+                                     const OutDirSpec& spec, ExistingOutput existing) {
   if (existing == ExistingOutput::kResume && !spec.can_resume) {
     return Status(Code::kInvalidArgument,
                   fmt::format("{}: {} cannot resume an interrupted write (only native can); "
@@ -76,29 +78,25 @@ Result<OutDirState> PrepareOutputDir(const std::string& out, const OutDirSpec& s
                               out, spec.layout));
   }
   OutDirState state;
-  struct stat st;
-  if (::stat(out.c_str(), &st) != 0) {
-    if (errno != ENOENT) return Status::FromErrno(errno, out);
-    std::error_code ec;
-    std::filesystem::create_directories(out, ec);
-    if (ec) return Status::FromErrno(ec.value(), "cannot create output directory " + out);
+  auto st = storage.Stat(out, /*follow=*/true);
+  if (!st.ok()) {
+    if (st.status().code() != Code::kNotFound) return st.status();
+    DS_RETURN_IF_ERROR(storage.MakeDirs(out).Prefixed("cannot create output directory"));
     state.created = true;
-    DS_ASSIGN_OR_RETURN(state.lock, LockDirectory(out, &state.lock_warning));
+    DS_ASSIGN_OR_RETURN(state.lock, storage.LockWriter(out, &state.lock_warning));
     return state;
   }
-  if (!S_ISDIR(st.st_mode)) {
+  if (st->type != FileType::kDirectory) {
     return Status(Code::kAlreadyExists,
                   out + ": exists and is not a directory; choose a directory path for the dataset");
   }
-  DS_ASSIGN_OR_RETURN(state.lock, LockDirectory(out, &state.lock_warning));
-  DIR* d = ::opendir(out.c_str());
-  if (!d) return Status::FromErrno(errno, out);
+  DS_ASSIGN_OR_RETURN(state.lock, storage.LockWriter(out, &state.lock_warning));
+  DS_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, storage.List(out));
   std::vector<std::string> ours;
   std::string foreign, other;  // other: a file another dspack layout writes
   bool other_dataset = false;  // ... and another layout's commit point
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n == "." || n == "..") continue;
+  for (const DirEntry& e : entries) {
+    const std::string& n = e.name;
     if (spec.is_ours(n)) {
       ours.push_back(n);
       if (n == spec.commit_point) state.had_commit_point = true;
@@ -110,7 +108,6 @@ Result<OutDirState> PrepareOutputDir(const std::string& out, const OutDirSpec& s
       foreign = n;
     }
   }
-  ::closedir(d);
   if (!foreign.empty()) {
     return Status(Code::kAlreadyExists,
                   fmt::format("{}: not empty (holds '{}', which dspack did not write); choose an "
@@ -146,9 +143,9 @@ Result<OutDirState> PrepareOutputDir(const std::string& out, const OutDirSpec& s
   std::stable_partition(ours.begin(), ours.end(),
                         [&](const std::string& n) { return IsCommitPointName(n); });
   for (const auto& n : ours) {
-    std::string path = out + "/" + n;
-    if (::unlink(path.c_str()) != 0 && errno != ENOENT) {
-      return Status::FromErrno(errno, "cannot remove old dataset file " + path);
+    Status removed = storage.Remove(out + "/" + n);
+    if (!removed.ok() && removed.code() != Code::kNotFound) {
+      return removed.Prefixed("cannot remove old dataset file");
     }
   }
   return state;

@@ -1,5 +1,6 @@
 // PrepareOutputDir: the one place where a writer claims its output directory OUT. Every layout's
-// writer calls it before writing a byte (docs/formats/README.md#output-directory).
+// writer calls it before writing a byte (docs/formats/README.md#output-directory). OUT is a path
+// inside a storage backend (src/storage.h): the writers create, list, rename and remove through it.
 //
 //   OUT missing               created (with its parents); state.created
 //   (then, in every case)     OUT is locked for this writer (src/dir_lock.h); held: kAlreadyExists
@@ -22,8 +23,8 @@
 #include <vector>
 
 #include "formats/layout_options.h"
-#include "src/fd.h"
 #include "src/status.h"
+#include "src/storage.h"
 
 namespace ds {
 
@@ -38,25 +39,36 @@ struct OutDirState {
   // The exclusive lock on OUT (src/dir_lock.h), taken before OUT is looked at: the writer holds
   // it until it is destroyed, so a second writer gets "OUT: is being written by PID N" (exit 2)
   // and never the advice meant for an interrupted run.
-  OwnedFd lock;
+  std::unique_ptr<StorageLock> lock;
   std::string lock_warning;       // flock refused here (NFS): the run goes on unlocked
   bool created = false;           // OUT did not exist: Abandon may remove the directory too
   bool had_commit_point = false;  // a finished dataset was there (kResume keeps it)
   bool had_files = false;         // any file of ours was there
 };
 
-Result<OutDirState> PrepareOutputDir(const std::string& out, const OutDirSpec& spec,
-                                     ExistingOutput existing);
+// Where a writer's OUT lives: options.storage when a caller handed one (a test's FaultStorage),
+// else OpenStorage(out) (a path, or a URI of a registered backend).
+Result<StorageRef> OutputStorage(const std::string& out, const CommonWriterOptions& options);
+
+Result<OutDirState> PrepareOutputDir(Storage& storage, const std::string& out,
+                                     const OutDirSpec& spec, ExistingOutput existing);
+
+// Removes what a failed writer created under OUT, newest first (so a crash mid-cleanup never
+// leaves a commit point over missing files), then OUT itself when the writer created it. Best
+// effort: a file already gone is fine, and nothing else is reported (the writer's own error is
+// the one to show).
+void RemoveCreated(Storage& storage, const std::vector<std::string>& created,
+                   const std::string& out, bool remove_dir);
 
 // For a process of a partitioned write that is not its root (CommonWriterOptions::join_job):
 // OUT, which the root prepared and holds the lock on, is a directory this process sees
 // (kIOError saying OUT must be on storage every process of the job sees).
-Status CheckJoinedDir(const std::string& out);
+Status CheckJoinedDir(Storage& storage, const std::string& out);
 
 // For the root of a partitioned write, before it commits: the file another process wrote is here
 // with the size that process reported (kIOError naming the file and saying OUT must be shared
 // storage, if not).
-Status CheckSeenHere(const std::string& path, uint64_t size);
+Status CheckSeenHere(Storage& storage, const std::string& path, uint64_t size);
 
 // Whether name (after dropping a ".tmp" or WriteFileAtomic's ".XXXXXX.tmp" suffix) has one of these
 // exact names, or is a shard: "shard-" followed by anything ending in one of shard_exts.

@@ -74,7 +74,7 @@ Status Packer::Run() {
                       o_.src + " first, then convert the result with `shuffle_seed`");
   }
   DS_RETURN_IF_ERROR(CheckSchemaOptions());
-  DS_ASSIGN_OR_RETURN(wopt_, MakeWriterOptions(o_.format, o_.layout, {o_.existing, {}}));
+  DS_ASSIGN_OR_RETURN(wopt_, MakeWriterOptions(o_.format, o_.layout, WriterCommon()));
   std::visit([&](auto& w) { w.creation_options = CreationOptions(); }, wopt_);
   DS_ASSIGN_OR_RETURN(writer_, CreateLayoutWriter(o_.out, wopt_));
   resumable_ = writer_->resumable();

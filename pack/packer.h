@@ -43,6 +43,9 @@ inline constexpr int kDefaultThreads = 64;
 struct ConvertOptions {
   std::string src;
   std::string out;
+  // The backend OUT is written through (src/storage.h); null: OpenStorage(out). A test hands a
+  // FaultStorage here to fail the writer's operations (ENOSPC, a crash).
+  std::shared_ptr<Storage> out_storage;
   Format format = Format::kNative;  // layout of OUT (docs/formats/)
   // The layout's knobs as the user gave them (shard size, alignment, LMDB layout, DALI index):
   // unset means the layout's default; one the layout does not take is refused.

@@ -86,6 +86,13 @@ class Packer {
   Status CheckOutsideSource() const;
 
   json CreationOptions() const;
+  // What every layout's writer takes from ConvertOptions (existing, OUT's storage).
+  CommonWriterOptions WriterCommon() const {
+    CommonWriterOptions c;
+    c.existing = o_.existing;
+    c.storage = o_.out_storage;
+    return c;
+  }
   // What a resume must find unchanged: the creation options and the source's file list.
   json RunRecord() const;
 

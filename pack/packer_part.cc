@@ -43,7 +43,7 @@ Status Packer::PartCheck() const {
 }
 
 Status Packer::PartCreateWriter() {
-  DS_ASSIGN_OR_RETURN(wopt_, MakeWriterOptions(o_.format, o_.layout, {o_.existing, {}}));
+  DS_ASSIGN_OR_RETURN(wopt_, MakeWriterOptions(o_.format, o_.layout, WriterCommon()));
   std::visit(
       [&](auto& w) {
         w.creation_options = CreationOptions();

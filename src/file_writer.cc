@@ -1,6 +1,7 @@
 #include "src/file_writer.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,13 +25,13 @@ struct FileWriter::Async {
   Status status;
   std::thread thread;
 
-  void Run(int fd, const std::string& name) {
+  void Run(RandomWriteFile* file) {
     std::unique_lock<std::mutex> lock(mu);
     for (;;) {
       cv.wait(lock, [&] { return busy || quit; });
       if (!busy) return;
       lock.unlock();
-      Status s = WriteFullAt(fd, buf.data(), len, off, name);
+      Status s = file->WriteAt(off, buf.data(), len);
       lock.lock();
       if (status.ok()) status = s;
       busy = false;
@@ -39,8 +40,8 @@ struct FileWriter::Async {
   }
 };
 
-FileWriter::FileWriter(OwnedFd fd, std::string name, size_t buffer_size)
-    : fd_(std::move(fd)), name_(std::move(name)), cap_(buffer_size) {
+FileWriter::FileWriter(std::unique_ptr<RandomWriteFile> file, size_t buffer_size)
+    : file_(std::move(file)), cap_(buffer_size) {
   buf_ = AlignedBuffer(cap_, kBlock);
 }
 
@@ -59,15 +60,15 @@ FileWriter::~FileWriter() {
 }
 
 bool FileWriter::EnableDirect() {
-  if (base_ % kBlock != 0 || direct_) return direct_;
-  int flags = ::fcntl(fd_.get(), F_GETFL);
-  if (flags >= 0 && ::fcntl(fd_.get(), F_SETFL, flags | O_DIRECT) == 0) direct_ = true;
+  if (base_ % kBlock != 0 || direct_ || file_->fd() < 0) return direct_;
+  int flags = ::fcntl(file_->fd(), F_GETFL);
+  if (flags >= 0 && ::fcntl(file_->fd(), F_SETFL, flags | O_DIRECT) == 0) direct_ = true;
   if (direct_) {
     // Installed only once its thread runs, so the destructor never joins a thread that never
     // started (std::thread's constructor can throw).
     auto a = std::make_unique<Async>();
     a->buf = AlignedBuffer(cap_, kBlock);
-    a->thread = std::thread([p = a.get(), fd = fd_.get(), n = name_] { p->Run(fd, n); });
+    a->thread = std::thread([p = a.get(), f = file_.get()] { p->Run(f); });
     async_ = std::move(a);
   }
   return direct_;
@@ -100,9 +101,9 @@ Status FileWriter::WriteOut(size_t n) {
     base_ += n;
     return Status::Ok();
   }
-  DS_RETURN_IF_ERROR(WriteFullAt(fd_.get(), buf_.data(), n, base_, name_));
-  if (writeback_ && !direct_) {
-    ::sync_file_range(fd_.get(), static_cast<off_t>(base_), static_cast<off_t>(n),
+  DS_RETURN_IF_ERROR(file_->WriteAt(base_, buf_.data(), n));
+  if (writeback_ && !direct_ && file_->fd() >= 0) {
+    ::sync_file_range(file_->fd(), static_cast<off_t>(base_), static_cast<off_t>(n),
                       SYNC_FILE_RANGE_WRITE);
   }
   std::memmove(buf_.data(), buf_.data() + n, len_ - n);
@@ -146,13 +147,13 @@ Status FileWriter::TruncateTo(uint64_t size) {
   uint64_t new_base = direct_ ? size / kBlock * kBlock : size;
   size_t keep = static_cast<size_t>(size - new_base);
   if (keep > 0) {
-    ssize_t r = ::pread(fd_.get(), buf_.data(), kBlock, static_cast<off_t>(new_base));
-    if (r < static_cast<ssize_t>(keep))
-      return Status::FromErrno(r < 0 ? errno : EIO, name_ + ": reread");
+    DS_ASSIGN_OR_RETURN(size_t got, file_->ReadSome(new_base, buf_.data(), kBlock));
+    if (got < keep) {
+      return Status(Code::kIOError, fmt::format("{}: reread at offset {}: {} of {} bytes", name(),
+                                                new_base, got, keep));
+    }
   }
-  if (::ftruncate(fd_.get(), static_cast<off_t>(size)) != 0) {
-    return Status::FromErrno(errno, name_ + ": ftruncate");
-  }
+  DS_RETURN_IF_ERROR(file_->Truncate(size));
   base_ = new_base;
   len_ = keep;
   return Status::Ok();
@@ -162,18 +163,17 @@ Status FileWriter::Close(bool sync) {
   Status s = Flush();
   if (s.ok()) s = Drain();
   if (s.ok() && len_ > 0) {  // direct mode: the unaligned tail goes through the page cache
-    int flags = ::fcntl(fd_.get(), F_GETFL);
+    int flags = ::fcntl(file_->fd(), F_GETFL);
     direct_ = false;
-    if (flags < 0 || ::fcntl(fd_.get(), F_SETFL, flags & ~O_DIRECT) != 0) {
-      s = Status::FromErrno(errno, name_ + ": fcntl");
+    if (flags < 0 || ::fcntl(file_->fd(), F_SETFL, flags & ~O_DIRECT) != 0) {
+      s = Status::FromErrno(errno, name() + ": fcntl");
     } else {
       s = WriteOut(len_);
     }
   }
-  if (s.ok() && sync && ::fsync(fd_.get()) != 0) s = Status::FromErrno(errno, name_ + ": fsync");
-  int fd = fd_.release();
-  if (fd >= 0 && ::close(fd) != 0 && s.ok()) s = Status::FromErrno(errno, name_ + ": close");
-  return s;
+  if (s.ok() && sync) s = file_->Sync();
+  Status closed = file_->Close();
+  return s.ok() ? closed : s;
 }
 
 }  // namespace ds

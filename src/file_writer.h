@@ -1,4 +1,6 @@
-// FileWriter: appends to a file through an aligned user-space buffer, with positional writes.
+// FileWriter: appends to a file through an aligned user-space buffer, with positional writes,
+// over any storage backend's RandomWriteFile (src/storage.h). O_DIRECT and writeback hints need a
+// local fd (file->fd() >= 0); elsewhere the writer stays buffered and writes through WriteAt.
 //
 // Modes:
 //   buffered (default)  writes go through the page cache; EnableWriteback() starts kernel
@@ -23,8 +25,8 @@
 #include <string_view>
 
 #include "src/aligned_buffer.h"
-#include "src/fd.h"
 #include "src/status.h"
+#include "src/storage.h"
 
 namespace ds {
 
@@ -33,13 +35,14 @@ class FileWriter {
   static constexpr size_t kDefaultBuffer = 4 << 20;
   static constexpr size_t kBlock = 4096;
 
-  // REQUIRES: buffer_size is a multiple of kBlock.
-  FileWriter(OwnedFd fd, std::string name, size_t buffer_size = kDefaultBuffer);
+  // REQUIRES: buffer_size is a multiple of kBlock; file is not null.
+  explicit FileWriter(std::unique_ptr<RandomWriteFile> file, size_t buffer_size = kDefaultBuffer);
   FileWriter(FileWriter&&) noexcept;
   FileWriter& operator=(FileWriter&&) noexcept;
   ~FileWriter();
 
-  // Returns whether O_DIRECT is now on (false: the file system refused; stays buffered).
+  // Returns whether O_DIRECT is now on (false: the file system refused, or the file is not
+  // local; stays buffered).
   bool EnableDirect();
   void EnableWriteback() { writeback_ = true; }
 
@@ -47,14 +50,13 @@ class FileWriter {
   Status AppendZeros(uint64_t n);
   // Hands buffered bytes to the kernel (in direct mode, whole blocks only).
   Status Flush();
-  // Drops everything after `size`. REQUIRES: size <= this->size(); in direct mode the fd is
-  // open O_RDWR (the block holding the cut is read back).
+  // Drops everything after `size`. REQUIRES: size <= this->size().
   Status TruncateTo(uint64_t size);
   // Writes the rest, fsyncs if `sync`, closes. The writer is unusable afterwards.
   Status Close(bool sync);
 
   uint64_t size() const { return base_ + len_; }
-  const std::string& name() const { return name_; }
+  const std::string& name() const { return file_->name(); }
   bool direct() const { return direct_; }
 
  private:
@@ -62,8 +64,7 @@ class FileWriter {
   Status WriteOut(size_t n);  // writes buf_[0, n) at base_, shifts the rest down
   Status Drain();             // waits for the background write; returns its status
 
-  OwnedFd fd_;
-  std::string name_;
+  std::unique_ptr<RandomWriteFile> file_;
   AlignedBuffer buf_;
   size_t cap_;
   size_t len_ = 0;

@@ -100,6 +100,37 @@ class WritableFile {
   virtual Status Commit() = 0;
 };
 
+// A file written in place, at offsets its writer chooses (RocksDB's FSRandomRWFile): a shard under
+// its .tmp name that its writer renames when whole, a journal appended to, dssync's resumable
+// destination. Unlike WritableFile, what is written is under the name at once: the writer's own
+// commit point (a rename, a manifest) publishes it. Writes, reads and truncation are positional;
+// WriteAt of disjoint ranges may run on two threads at once (FileWriter's background write),
+// everything else is one thread's. Dropped without Close(), the file is closed and kept.
+class RandomWriteFile {
+ public:
+  virtual ~RandomWriteFile() = default;
+  virtual const std::string& name() const = 0;
+  // Exactly n bytes at offset, or an error naming the file and the offset ("No space left on
+  // device" is kNoSpace).
+  virtual Status WriteAt(uint64_t offset, const void* data, size_t n) = 0;
+  // Up to n bytes at offset; fewer only at EOF (to read back the block a truncation falls in).
+  virtual Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) = 0;
+  virtual Result<uint64_t> Size() = 0;
+  virtual Status Truncate(uint64_t size) = 0;
+  // Makes what was written durable.
+  virtual Status Sync() = 0;
+  // Closes, reporting what closing finds. The file is unusable afterwards.
+  virtual Status Close() = 0;
+  // The local fd, for O_DIRECT, writeback hints and the engines; -1 if remote.
+  virtual int fd() const { return -1; }
+};
+
+enum class WriteMode : uint8_t {
+  kCreateNew,  // a new file; an existing one is kAlreadyExists (O_CREAT | O_EXCL)
+  kTruncate,   // created, or emptied if it exists
+  kKeep,       // created, or opened as it is (a journal, a resumed copy)
+};
+
 // Held while a writer owns a directory; released when destroyed.
 class StorageLock {
  public:
@@ -116,6 +147,12 @@ class Storage {
   // A new file that appears under `path` at Commit(). The parent directory must exist.
   virtual Result<std::unique_ptr<WritableFile>> Create(const std::string& path) = 0;
   // follow: a symlink is described by its target (stat) rather than itself (lstat).
+  // A file written in place (RandomWriteFile). The parent directory must exist.
+  virtual Result<std::unique_ptr<RandomWriteFile>> OpenWrite(const std::string& path,
+                                                             WriteMode mode) = 0;
+  // Makes the names created, renamed and removed in dir durable (local: fsync of the directory;
+  // a backend whose namespace operations are durable when they return: nothing to do).
+  virtual Status SyncDir(const std::string& dir) = 0;
   virtual Result<FileInfo> Stat(const std::string& path, bool follow = false) = 0;
   virtual Result<std::vector<DirEntry>> List(const std::string& dir) = 0;
   // Creates dir and its missing parents; an existing directory is fine.

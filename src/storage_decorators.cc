@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 namespace ds {
 
@@ -60,6 +62,18 @@ Result<std::unique_ptr<WritableFile>> StorageDecorator::Create(const std::string
   DS_RETURN_IF_ERROR(Before(StorageOp::kCreate, path + ": create"));
   DS_ASSIGN_OR_RETURN(auto file, base_->Create(path));
   return WrapWrite(std::move(file));
+}
+
+Result<std::unique_ptr<RandomWriteFile>> StorageDecorator::OpenWrite(const std::string& path,
+                                                                     WriteMode mode) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kCreate, path + ": open for writing"));
+  DS_ASSIGN_OR_RETURN(auto file, base_->OpenWrite(path, mode));
+  return WrapRandomWrite(std::move(file));
+}
+
+Status StorageDecorator::SyncDir(const std::string& dir) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kSync, dir + ": fsync"));
+  return base_->SyncDir(dir);
 }
 
 Result<FileInfo> StorageDecorator::Stat(const std::string& path, bool follow) {
@@ -148,6 +162,40 @@ class CountingWritable final : public WritableFile {
   CountingStorage* owner_;
 };
 
+class CountingRandomWrite final : public RandomWriteFile {
+ public:
+  CountingRandomWrite(std::unique_ptr<RandomWriteFile> base, CountingStorage* owner)
+      : base_(std::move(base)), owner_(owner) {}
+  const std::string& name() const override { return base_->name(); }
+  int fd() const override { return base_->fd(); }
+  Status WriteAt(uint64_t offset, const void* data, size_t n) override {
+    owner_->Count(StorageOp::kWrite, n);
+    return base_->WriteAt(offset, data, n);
+  }
+  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) override {
+    auto got = base_->ReadSome(offset, buf, n);
+    owner_->Count(StorageOp::kRead, got.ok() ? *got : 0);
+    return got;
+  }
+  Result<uint64_t> Size() override {
+    owner_->Count(StorageOp::kStat);
+    return base_->Size();
+  }
+  Status Truncate(uint64_t size) override {
+    owner_->Count(StorageOp::kWrite);
+    return base_->Truncate(size);
+  }
+  Status Sync() override {
+    owner_->Count(StorageOp::kSync);
+    return base_->Sync();
+  }
+  Status Close() override { return base_->Close(); }
+
+ private:
+  std::unique_ptr<RandomWriteFile> base_;
+  CountingStorage* owner_;
+};
+
 }  // namespace
 
 void CountingStorage::Count(StorageOp op, uint64_t bytes) {
@@ -181,6 +229,11 @@ std::unique_ptr<RandomAccessFile> CountingStorage::WrapRead(std::unique_ptr<Rand
 
 std::unique_ptr<WritableFile> CountingStorage::WrapWrite(std::unique_ptr<WritableFile> f) {
   return std::make_unique<CountingWritable>(std::move(f), this);
+}
+
+std::unique_ptr<RandomWriteFile> CountingStorage::WrapRandomWrite(
+    std::unique_ptr<RandomWriteFile> f) {
+  return std::make_unique<CountingRandomWrite>(std::move(f), this);
 }
 
 // ---- FaultStorage ----
@@ -244,6 +297,79 @@ class FaultWritable final : public WritableFile {
   std::string pending_;
 };
 
+// The same for a file written in place: writes are held (offset and bytes, in order) until Sync,
+// or kFaultWriteBack bytes, or a read, size or truncation that must see them.
+class FaultRandomWrite final : public RandomWriteFile {
+ public:
+  FaultRandomWrite(std::unique_ptr<RandomWriteFile> base, FaultStorage* owner)
+      : base_(std::move(base)), owner_(owner) {}
+  const std::string& name() const override { return base_->name(); }
+  Status WriteAt(uint64_t offset, const void* data, size_t n) override {
+    DS_RETURN_IF_ERROR(
+        owner_->Check(StorageOp::kWrite, fmt::format("{}: write at offset {}", name(), offset)));
+    std::lock_guard lock(mu_);
+    held_.push_back(Held{offset, std::string(static_cast<const char*>(data), n)});
+    held_bytes_ += n;
+    if (held_bytes_ >= kFaultWriteBack) return WriteBackLocked();
+    return Status::Ok();
+  }
+  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) override {
+    DS_RETURN_IF_ERROR(
+        owner_->Check(StorageOp::kRead, fmt::format("{}: read at offset {}", name(), offset)));
+    DS_RETURN_IF_ERROR(WriteBack());
+    return base_->ReadSome(offset, buf, n);
+  }
+  Result<uint64_t> Size() override {
+    DS_RETURN_IF_ERROR(owner_->Check(StorageOp::kStat, name() + ": stat"));
+    DS_RETURN_IF_ERROR(WriteBack());
+    return base_->Size();
+  }
+  Status Truncate(uint64_t size) override {
+    DS_RETURN_IF_ERROR(
+        owner_->Check(StorageOp::kWrite, fmt::format("{}: truncate to {}", name(), size)));
+    DS_RETURN_IF_ERROR(WriteBack());
+    return base_->Truncate(size);
+  }
+  Status Sync() override {
+    DS_RETURN_IF_ERROR(owner_->Check(StorageOp::kSync, name() + ": fsync"));
+    DS_RETURN_IF_ERROR(WriteBack());
+    return base_->Sync();
+  }
+  // Closing is not syncing: what is still held is what a crash would lose.
+  Status Close() override {
+    Status st = WriteBack();
+    Status closed = base_->Close();
+    return st.ok() ? closed : st;
+  }
+
+ private:
+  struct Held {
+    uint64_t offset;
+    std::string data;
+  };
+  Status WriteBack() {
+    std::lock_guard lock(mu_);
+    return WriteBackLocked();
+  }
+  Status WriteBackLocked() {
+    if (held_.empty()) return Status::Ok();
+    if (owner_->crashed()) return owner_->Check(StorageOp::kWrite, name());
+    Status st;
+    for (const Held& h : held_) {
+      if (st.ok()) st = base_->WriteAt(h.offset, h.data.data(), h.data.size());
+    }
+    held_.clear();
+    held_bytes_ = 0;
+    return st;
+  }
+
+  std::unique_ptr<RandomWriteFile> base_;
+  FaultStorage* owner_;
+  std::mutex mu_;  // WriteAt may come from FileWriter's background thread
+  std::vector<Held> held_;
+  size_t held_bytes_ = 0;
+};
+
 }  // namespace
 
 void FaultStorage::FailOp(StorageOp op, uint64_t nth, int err) {
@@ -274,6 +400,10 @@ std::unique_ptr<RandomAccessFile> FaultStorage::WrapRead(std::unique_ptr<RandomA
 
 std::unique_ptr<WritableFile> FaultStorage::WrapWrite(std::unique_ptr<WritableFile> f) {
   return std::make_unique<FaultWritable>(std::move(f), this);
+}
+
+std::unique_ptr<RandomWriteFile> FaultStorage::WrapRandomWrite(std::unique_ptr<RandomWriteFile> f) {
+  return std::make_unique<FaultRandomWrite>(std::move(f), this);
 }
 
 }  // namespace ds

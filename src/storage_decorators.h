@@ -11,10 +11,13 @@
 //     default; ENOSPC on a write is "disk full"). The error names the path, and for a read the
 //     offset, and says it was injected.
 //   - ShortReads(max): every read returns at most max bytes (ReadAt must continue them).
-//   - Crash(): a power cut. Every writable file loses what it did not Sync (appends are held in
+//   - Crash(): a power cut. Every writable file loses what it did not Sync (writes are held in
 //     memory until Sync, Commit, or kFaultWriteBack bytes, when they go down as the kernel's
 //     writeback would), and every later operation fails with EIO "after a simulated crash".
-//     A file not yet committed never appears under its final name.
+//     A file not yet committed never appears under its final name. A RandomWriteFile's held
+//     writes go down before it is read, sized or truncated.
+// Every write (Append, WriteAt) and every truncation is one kWrite; OpenWrite is a kCreate and
+// SyncDir a kSync.
 // Files from FaultStorage report fd() -1, so every byte read passes through the faults.
 #pragma once
 
@@ -73,6 +76,9 @@ class StorageDecorator : public Storage {
   StorageCaps caps() const override { return base_->caps(); }
   Result<std::unique_ptr<RandomAccessFile>> OpenRead(const std::string& path) override;
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path) override;
+  Result<std::unique_ptr<RandomWriteFile>> OpenWrite(const std::string& path,
+                                                     WriteMode mode) override;
+  Status SyncDir(const std::string& dir) override;
   Result<FileInfo> Stat(const std::string& path, bool follow = false) override;
   Result<std::vector<DirEntry>> List(const std::string& dir) override;
   Status MakeDirs(const std::string& dir) override;
@@ -91,6 +97,10 @@ class StorageDecorator : public Storage {
   virtual Status Before(StorageOp op, const std::string& what) = 0;
   virtual std::unique_ptr<RandomAccessFile> WrapRead(std::unique_ptr<RandomAccessFile> f) = 0;
   virtual std::unique_ptr<WritableFile> WrapWrite(std::unique_ptr<WritableFile> f) = 0;
+  // Default: the file as it is.
+  virtual std::unique_ptr<RandomWriteFile> WrapRandomWrite(std::unique_ptr<RandomWriteFile> f) {
+    return f;
+  }
 
  private:
   std::shared_ptr<Storage> base_;
@@ -108,6 +118,7 @@ class CountingStorage final : public StorageDecorator {
   Status Before(StorageOp op, const std::string& what) override;
   std::unique_ptr<RandomAccessFile> WrapRead(std::unique_ptr<RandomAccessFile> f) override;
   std::unique_ptr<WritableFile> WrapWrite(std::unique_ptr<WritableFile> f) override;
+  std::unique_ptr<RandomWriteFile> WrapRandomWrite(std::unique_ptr<RandomWriteFile> f) override;
 
  private:
   std::array<std::atomic<uint64_t>, kStorageOpCount> count_{};
@@ -143,6 +154,7 @@ class FaultStorage final : public StorageDecorator {
   Status Before(StorageOp op, const std::string& what) override { return Check(op, what); }
   std::unique_ptr<RandomAccessFile> WrapRead(std::unique_ptr<RandomAccessFile> f) override;
   std::unique_ptr<WritableFile> WrapWrite(std::unique_ptr<WritableFile> f) override;
+  std::unique_ptr<RandomWriteFile> WrapRandomWrite(std::unique_ptr<RandomWriteFile> f) override;
 
  private:
   struct Armed {

@@ -139,6 +139,50 @@ class LocalWritable final : public WritableFile {
   bool committed_ = false;
 };
 
+class LocalRandomWrite final : public RandomWriteFile {
+ public:
+  LocalRandomWrite(OwnedFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
+  const std::string& name() const override { return name_; }
+  int fd() const override { return fd_.get(); }
+
+  Status WriteAt(uint64_t offset, const void* data, size_t n) override {
+    return WriteFullAt(fd_.get(), data, n, offset, name_);
+  }
+
+  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) override {
+    ssize_t r;
+    do {
+      r = ::pread(fd_.get(), buf, n, static_cast<off_t>(offset));
+    } while (r < 0 && errno == EINTR);
+    if (r < 0) return Status::FromErrno(errno, fmt::format("{}: read at offset {}", name_, offset));
+    return static_cast<size_t>(r);
+  }
+
+  Result<uint64_t> Size() override { return FileSize(fd_.get(), name_); }
+
+  Status Truncate(uint64_t size) override {
+    if (::ftruncate(fd_.get(), static_cast<off_t>(size)) != 0) {
+      return Status::FromErrno(errno, fmt::format("{}: truncate to {}", name_, size));
+    }
+    return Status::Ok();
+  }
+
+  Status Sync() override {
+    if (::fsync(fd_.get()) != 0) return Status::FromErrno(errno, name_ + ": fsync");
+    return Status::Ok();
+  }
+
+  Status Close() override {
+    int fd = fd_.release();
+    if (fd >= 0 && ::close(fd) != 0) return Status::FromErrno(errno, name_ + ": close");
+    return Status::Ok();
+  }
+
+ private:
+  OwnedFd fd_;
+  std::string name_;
+};
+
 class LocalLock final : public StorageLock {
  public:
   explicit LocalLock(OwnedFd fd) : fd_(std::move(fd)) {}
@@ -175,6 +219,17 @@ class Local final : public Storage {
     DS_ASSIGN_OR_RETURN(OwnedFd fd, CreateExclusiveTemp(path, &tmp));
     return std::unique_ptr<WritableFile>(new LocalWritable(std::move(fd), path, std::move(tmp)));
   }
+
+  Result<std::unique_ptr<RandomWriteFile>> OpenWrite(const std::string& path,
+                                                     WriteMode mode) override {
+    int flags = O_RDWR | O_CREAT | O_CLOEXEC;
+    if (mode == WriteMode::kCreateNew) flags |= O_EXCL;
+    if (mode == WriteMode::kTruncate) flags |= O_TRUNC;
+    DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, flags, 0644));
+    return std::unique_ptr<RandomWriteFile>(new LocalRandomWrite(std::move(fd), path));
+  }
+
+  Status SyncDir(const std::string& dir) override { return FsyncDir(dir); }
 
   Result<FileInfo> Stat(const std::string& path, bool follow) override {
     struct stat st;

@@ -117,10 +117,10 @@ bool IsInteropFile(std::string_view name) {
       {".tar", ".tfrecord", ".rec", ".idx", ".lst", ".dsidx"});
 }
 
-Result<OutDirState> PrepareInteropDir(const std::string& out, Format format,
+Result<OutDirState> PrepareInteropDir(Storage& storage, const std::string& out, Format format,
                                       ExistingOutput existing) {
   const OutDirSpec spec{FormatName(format), kLayoutMetaName, IsInteropFile, /*can_resume=*/false};
-  return PrepareOutputDir(out, spec, existing);
+  return PrepareOutputDir(storage, out, spec, existing);
 }
 
 Result<std::optional<DatasetFiles>> ListInteropFiles(const std::string& dir) {
@@ -180,12 +180,12 @@ Result<std::vector<std::string>> LoadClasses(const std::string& dir, Storage& st
   return names;
 }
 
-Status CommitLayoutMeta(const std::string& dir, const std::vector<std::string>& classes,
-                        const std::vector<uint32_t>& crcs, LayoutMeta* meta,
-                        std::vector<std::string>* created) {
+Status CommitLayoutMeta(Storage& storage, const std::string& dir,
+                        const std::vector<std::string>& classes, const std::vector<uint32_t>& crcs,
+                        LayoutMeta* meta, std::vector<std::string>* created) {
   auto write = [&](const std::string& name, const std::string& content) -> Status {
     std::string path = dir + "/" + name;
-    DS_RETURN_IF_ERROR(WriteFileAtomic(path, content));
+    DS_RETURN_IF_ERROR(WriteAll(storage, path, content));
     created->push_back(path);
     if (name != kLayoutMetaName) ListMetaFile(meta, name, content);
     return Status::Ok();
@@ -197,7 +197,7 @@ Status CommitLayoutMeta(const std::string& dir, const std::vector<std::string>& 
   }
   DS_RETURN_IF_ERROR(write(kSampleCrcName, EncodeSampleCrcs(crcs)));
   DS_RETURN_IF_ERROR(write(kLayoutMetaName, meta->ToJson()));
-  return FsyncDir(dir);
+  return storage.SyncDir(dir);
 }
 
 }  // namespace ds

@@ -49,7 +49,7 @@ struct LayoutMeta {
 // Files an interop layout's directory may hold, their .tmp forms included.
 bool IsInteropFile(std::string_view name);
 
-Result<OutDirState> PrepareInteropDir(const std::string& out, Format format,
+Result<OutDirState> PrepareInteropDir(Storage& storage, const std::string& out, Format format,
                                       ExistingOutput existing);
 
 // The files DIR/dspack.json lists (ListDatasetFiles for the interop layouts); nullopt without it.
@@ -66,8 +66,8 @@ Result<std::vector<std::string>> LoadClasses(const std::string& dir,
 // The end of an interop writer's Finish: DIR/classes.txt (when labelled) and DIR/dspack.crc
 // (the per-sample CRCs), each listed in meta->files, then dspack.json (the commit point), then an
 // fsync of DIR. Each file written is appended to *created (for Abandon).
-Status CommitLayoutMeta(const std::string& dir, const std::vector<std::string>& classes,
-                        const std::vector<uint32_t>& crcs, LayoutMeta* meta,
-                        std::vector<std::string>* created);
+Status CommitLayoutMeta(Storage& storage, const std::string& dir,
+                        const std::vector<std::string>& classes, const std::vector<uint32_t>& crcs,
+                        LayoutMeta* meta, std::vector<std::string>* created);
 
 }  // namespace ds

@@ -45,8 +45,12 @@ class Writer : public LayoutWriter {
   static Result<std::unique_ptr<LayoutWriter>> Create(const std::string& out,
                                                       const LmdbOptions& o) {
     DS_RETURN_IF_ERROR(o.Validate());
-    DS_ASSIGN_OR_RETURN(OutDirState dir, PrepareInteropDir(out, Format::kLmdb, o.existing));
-    std::unique_ptr<Writer> w(new Writer(out, o, dir.created));
+    DS_ASSIGN_OR_RETURN(StorageRef ref, OutputStorage(out, o));
+    DS_RETURN_IF_ERROR(
+        RequireMmap(*ref.storage, out, "LMDB needs a local file: liblmdb writes a map"));
+    DS_ASSIGN_OR_RETURN(OutDirState dir,
+                        PrepareInteropDir(*ref.storage, ref.path, Format::kLmdb, o.existing));
+    std::unique_ptr<Writer> w(new Writer(ref.path, o, dir.created));
     w->out_lock_ = std::move(dir.lock);
     DS_RETURN_IF_ERROR(w->OpenEnv());
     return std::unique_ptr<LayoutWriter>(std::move(w));
@@ -193,9 +197,10 @@ class Writer : public LayoutWriter {
     meta_.samples = samples_;
     meta_.payload_bytes = payload_;
     meta_.extra["lmdb_layout"] = LmdbLayoutName(layout_);
-    DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(out_, classes_, crcs_, &meta_, &created_)));
+    DS_RETURN_IF_ERROR(
+        Fail(CommitLayoutMeta(*LocalStorage(), out_, classes_, crcs_, &meta_, &created_)));
     done_ = true;
-    out_lock_ = OwnedFd();  // committed: readers may open it now
+    out_lock_.reset();  // committed: readers may open it now
     if (summary) *summary = {samples_, 1, payload_, fm.size};
     return Status::Ok();
   }
@@ -325,7 +330,8 @@ class Writer : public LayoutWriter {
 
   std::string out_, tmp_;
   bool created_dir_;
-  OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
+  std::unique_ptr<StorageLock>
+      out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
   LmdbLayout layout_;
   bool layout_given_;  // else field, or pickle once the imagenet schema is set
   MDB_env* env_ = nullptr;

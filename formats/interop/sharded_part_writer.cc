@@ -134,9 +134,9 @@ Status ShardedWriter::CommitParts(const std::vector<std::string>& parts, LayoutS
   meta_.payload_bytes = payload_bytes_;
   // Every part's shard, seen here with its size, or the commit is refused (OUT not shared).
   DS_RETURN_IF_ERROR(Fail(Publish()));
-  DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(out_, classes_, crcs_, &meta_, &created_)));
+  DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(*storage_, out_, classes_, crcs_, &meta_, &created_)));
   done_ = true;
-  out_lock_ = OwnedFd();
+  out_lock_.reset();
   if (summary) *summary = Summary();
   return Status::Ok();
 }

@@ -11,7 +11,8 @@ namespace ds {
 
 ShardedWriter::ShardedWriter(Format format, std::string out, ShardingOptions options,
                              bool created_dir, std::string ext)
-    : out_(std::move(out)),
+    : storage_(LocalStorage()),
+      out_(std::move(out)),
       options_(std::move(options)),
       created_dir_(created_dir),
       ext_(std::move(ext)) {
@@ -56,8 +57,8 @@ Status ShardedWriter::OpenShard() {
   }
   shard_name_ = fmt::format("shard-{:06d}{}", number, ext_);
   shard_tmp_ = out_ + "/" + shard_name_ + ".tmp";
-  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(shard_tmp_, O_RDWR | O_CREAT | O_TRUNC, 0644));
-  shard_ = std::make_unique<FileWriter>(std::move(fd), shard_tmp_);
+  DS_ASSIGN_OR_RETURN(auto file, storage_->OpenWrite(shard_tmp_, WriteMode::kTruncate));
+  shard_ = std::make_unique<FileWriter>(std::move(file));
   // As the native shards: O_DIRECT skips the page-cache copy (and leaves the reader's cache
   // alone); where the file system refuses it, buffered with early writeback.
   if (!shard_->EnableDirect()) shard_->EnableWriteback();
@@ -83,14 +84,14 @@ Status ShardedWriter::CloseShard() {
   // The shard stays under its temp name until the commit (Publish): a loader that globs
   // shard-*.tar never sees a shard of an unfinished dataset.
   if (!s.ok()) {
-    ::unlink(shard_tmp_.c_str());
+    (void)storage_->Remove(shard_tmp_);
     return s;
   }
   created_.push_back(shard_tmp_);
   std::string stem = shard_name_.substr(0, shard_name_.size() - ext_.size());
   for (const auto& [suffix, content] : sidecars) {
     std::string path = out_ + "/" + stem + suffix + ".tmp";
-    DS_RETURN_IF_ERROR(WriteFileAtomic(path, content));
+    DS_RETURN_IF_ERROR(WriteAll(*storage_, path, content));
     created_.push_back(path);
     ListMetaFile(&meta_, stem + suffix, content);
     bytes_written_ += content.size();
@@ -210,9 +211,9 @@ Status ShardedWriter::Finish(LayoutSummary* summary) {
   meta_.samples = samples_;
   meta_.payload_bytes = payload_bytes_;
   DS_RETURN_IF_ERROR(Fail(Publish()));
-  DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(out_, classes_, crcs_, &meta_, &created_)));
+  DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(*storage_, out_, classes_, crcs_, &meta_, &created_)));
   done_ = true;
-  out_lock_ = OwnedFd();  // committed: readers may open it now
+  out_lock_.reset();  // committed: readers may open it now
   if (summary) *summary = Summary();
   return Status::Ok();
 }
@@ -220,16 +221,14 @@ Status ShardedWriter::Finish(LayoutSummary* summary) {
 Status ShardedWriter::Publish() {
   auto publish = [&](const native::FileMeta& m) -> Status {
     std::string final_path = out_ + "/" + m.name, tmp = final_path + ".tmp";
-    DS_RETURN_IF_ERROR(CheckSeenHere(tmp, m.size));
-    if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
-      return Status::FromErrno(errno, "rename " + tmp + " -> " + final_path);
-    }
+    DS_RETURN_IF_ERROR(CheckSeenHere(*storage_, tmp, m.size));
+    DS_RETURN_IF_ERROR(storage_->Rename(tmp, final_path));
     created_.push_back(final_path);
     return Status::Ok();
   };
   for (const auto& m : meta_.shards) DS_RETURN_IF_ERROR(publish(m));
   for (const auto& m : meta_.files) DS_RETURN_IF_ERROR(publish(m));
-  return FsyncDir(out_);
+  return storage_->SyncDir(out_);
 }
 
 Status ShardedWriter::EmptyShard() {
@@ -238,7 +237,7 @@ Status ShardedWriter::EmptyShard() {
   if (shard_) {
     if (shard_samples_ == 0 && !meta_.shards.empty()) {
       shard_.reset();
-      ::unlink(shard_tmp_.c_str());
+      (void)storage_->Remove(shard_tmp_);
     } else {
       DS_RETURN_IF_ERROR(CloseShard());
     }
@@ -259,12 +258,11 @@ void ShardedWriter::Abandon() {
   done_ = true;
   if (shard_) {
     shard_.reset();
-    ::unlink(shard_tmp_.c_str());
+    (void)storage_->Remove(shard_tmp_);
   }
   // The metadata file goes first, so the directory never claims a dataset being removed.
-  for (auto it = created_.rbegin(); it != created_.rend(); ++it) ::unlink(it->c_str());
+  RemoveCreated(*storage_, created_, out_, created_dir_);
   created_.clear();
-  if (created_dir_) ::rmdir(out_.c_str());
 }
 
 }  // namespace ds

@@ -50,8 +50,12 @@ class ShardedWriter : public LayoutWriter, public PartitionedWriter {
   uint64_t payload_bytes() const final { return payload_bytes_; }
   Status Finish(LayoutSummary* summary) final;
   void Abandon() final;
-  // Keeps OUT's lock (formats/out_dir.h) until this writer is destroyed.
-  void HoldOutputLock(OwnedFd lock) { out_lock_ = std::move(lock); }
+  // Writes OUT through storage (local until called) and keeps OUT's lock (formats/out_dir.h;
+  // null in a process that joined a partitioned write) until this writer commits or is destroyed.
+  void Attach(std::shared_ptr<Storage> storage, std::unique_ptr<StorageLock> lock) {
+    storage_ = std::move(storage);
+    out_lock_ = std::move(lock);
+  }
 
   PartitionedWriter* partitioned() final { return this; }
   Result<std::vector<uint64_t>> PlanShards(uint64_t n, const ShapeFn& shape) const final;
@@ -116,10 +120,12 @@ class ShardedWriter : public LayoutWriter, public PartitionedWriter {
   Status Publish();
   LayoutSummary Summary() const;
 
-  std::string out_;
+  std::shared_ptr<Storage> storage_;  // where OUT lives (Attach)
+  std::string out_;                   // OUT's path inside storage_
   ShardingOptions options_;
   bool created_dir_;
-  OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
+  std::unique_ptr<StorageLock>
+      out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
   std::string ext_;
   LayoutMeta meta_;
   std::vector<std::string> classes_;
@@ -162,13 +168,16 @@ Result<std::unique_ptr<LayoutWriter>> CreateShardedWriter(const std::string& out
                                                           const WriterOptions& options) {
   const auto& o = std::get<Options>(options);
   DS_RETURN_IF_ERROR(o.Validate());
+  DS_ASSIGN_OR_RETURN(StorageRef ref, OutputStorage(out, o));
+  OutDirState dir;
   if (o.join_job) {  // OUT is the job's root's to prepare and lock
-    DS_RETURN_IF_ERROR(CheckJoinedDir(out));
-    return std::unique_ptr<LayoutWriter>(new W(out, o, /*created=*/false));
+    DS_RETURN_IF_ERROR(CheckJoinedDir(*ref.storage, ref.path));
+  } else {
+    DS_ASSIGN_OR_RETURN(dir,
+                        PrepareInteropDir(*ref.storage, ref.path, FormatOf(options), o.existing));
   }
-  DS_ASSIGN_OR_RETURN(OutDirState dir, PrepareInteropDir(out, FormatOf(options), o.existing));
-  std::unique_ptr<W> w(new W(out, o, dir.created));
-  w->HoldOutputLock(std::move(dir.lock));
+  std::unique_ptr<W> w(new W(ref.path, o, dir.created));
+  w->Attach(std::move(ref.storage), std::move(dir.lock));
   return std::unique_ptr<LayoutWriter>(std::move(w));
 }
 

@@ -31,11 +31,11 @@ Status GlobalIndexBuilder::AddHashed(uint32_t shard, uint64_t offset, uint64_t l
   return Status::Ok();
 }
 
-Status GlobalIndexBuilder::Write(const std::string& path, uint32_t shard_count, uint64_t* file_size,
-                                 uint64_t* xxh3) {
+Status GlobalIndexBuilder::Write(Storage& storage, const std::string& path, uint32_t shard_count,
+                                 uint64_t* file_size, uint64_t* xxh3) {
   std::sort(keys_.begin(), keys_.end());
-  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_WRONLY | O_CREAT | O_TRUNC, 0644));
-  FileWriter w(std::move(fd), path);
+  DS_ASSIGN_OR_RETURN(auto f, storage.OpenWrite(path, WriteMode::kTruncate));
+  FileWriter w(std::move(f));
   Xxh3Hasher h;
   auto put = [&](std::string_view s) {
     h.Update(s);

@@ -50,7 +50,8 @@ class GlobalIndexBuilder {
     entries_.reserve(samples * 2);
     keys_.reserve(samples);
   }
-  Status Write(const std::string& path, uint32_t shard_count, uint64_t* file_size, uint64_t* xxh3);
+  Status Write(Storage& storage, const std::string& path, uint32_t shard_count, uint64_t* file_size,
+               uint64_t* xxh3);
 
  private:
   std::vector<uint64_t> entries_;                    // offset, shard<<40|length

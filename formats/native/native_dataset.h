@@ -110,7 +110,7 @@ class DatasetWriter : public LayoutWriter, public ResumableWriter, public Partit
  private:
   struct Part;  // a partitioned write's state (native_part_writer.cc)
 
-  DatasetWriter(std::string out, NativeOptions options, bool created_dir);
+  DatasetWriter(StorageRef out, NativeOptions options, bool created_dir);
   Status FinishShard();
   // Opens shard number n, whose first sample is `first` (sequential: the next of each).
   Status OpenShard(uint64_t n, uint64_t first);
@@ -124,11 +124,13 @@ class DatasetWriter : public LayoutWriter, public ResumableWriter, public Partit
   // Writes index.dsi, classes.txt and, last, manifest.json from manifest_.shards and index_.
   Status Commit(DatasetSummary* summary);
 
-  std::string out_;
+  std::shared_ptr<Storage> storage_;  // where OUT lives (formats/out_dir.h, OutputStorage)
+  std::string out_;                   // OUT's path inside storage_
   NativeOptions options_;
   bool created_dir_;
   bool resuming_;
-  OwnedFd out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
+  std::unique_ptr<StorageLock>
+      out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
   std::unique_ptr<ShardWriter> shard_;
   uint64_t shard_no_ = 0, shard_first_ = 0;  // the open shard's number and first sample
   std::string journal_;                      // this writer's journal: OUT/.dspack-journal[.<part>]

@@ -1,9 +1,5 @@
 // DatasetWriter: shards, index, manifest, and the run journal that makes resume possible.
-#include <dirent.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -31,8 +27,9 @@ bool IsDatasetFile(std::string_view name) {
                            {".dsr"});
 }
 
-DatasetWriter::DatasetWriter(std::string out, NativeOptions options, bool created_dir)
-    : out_(std::move(out)),
+DatasetWriter::DatasetWriter(StorageRef out, NativeOptions options, bool created_dir)
+    : storage_(std::move(out.storage)),
+      out_(std::move(out.path)),
       options_(std::move(options)),
       created_dir_(created_dir),
       resuming_(options_.existing == ExistingOutput::kResume),
@@ -45,26 +42,29 @@ DatasetWriter::~DatasetWriter() {
 Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& out,
                                                              const NativeOptions& options) {
   DS_RETURN_IF_ERROR(options.Validate());
+  DS_ASSIGN_OR_RETURN(StorageRef ref, OutputStorage(out, options));
+  Storage& storage = *ref.storage;
   if (options.join_job) {
     // OUT is the job's root's to prepare and lock; this process only adds its shards.
-    DS_RETURN_IF_ERROR(CheckJoinedDir(out));
-    std::unique_ptr<DatasetWriter> w(new DatasetWriter(out, options, false));
+    DS_RETURN_IF_ERROR(CheckJoinedDir(storage, ref.path));
+    std::unique_ptr<DatasetWriter> w(new DatasetWriter(std::move(ref), options, false));
     w->manifest_.align = options.align;
     w->manifest_.shard_size = options.shard_size;
     return w;
   }
   const OutDirSpec spec{"native", kManifestName, IsDatasetFile, /*can_resume=*/true};
-  DS_ASSIGN_OR_RETURN(OutDirState dir, PrepareOutputDir(out, spec, options.existing));
+  DS_ASSIGN_OR_RETURN(OutDirState dir, PrepareOutputDir(storage, ref.path, spec, options.existing));
   bool created = dir.created, has_manifest = dir.had_commit_point;
   const bool resuming = options.existing == ExistingOutput::kResume;
-  std::unique_ptr<DatasetWriter> w(new DatasetWriter(out, options, created));
+  const std::string path = ref.path;
+  std::unique_ptr<DatasetWriter> w(new DatasetWriter(std::move(ref), options, created));
   w->out_lock_ = std::move(dir.lock);
   w->manifest_.created_by = std::string("dspack ") + DSPACK_VERSION;
   w->manifest_.options = options.creation_options;
   w->manifest_.align = options.align;
   w->manifest_.shard_size = options.shard_size;
   if (resuming && has_manifest) {
-    auto done = Manifest::Load(out);
+    auto done = Manifest::Load(storage, path);
     if (!done.ok() || done->options != options.creation_options) {
       w->done_ = true;
       return Status(Code::kAlreadyExists,
@@ -74,8 +74,8 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
     }
     w->already_complete_ = true;
     w->done_ = true;  // nothing to write, nothing to clean up
-    ::unlink((out + "/" + kRunName).c_str());
-    ::unlink((out + "/" + kJournalName).c_str());
+    (void)storage.Remove(path + "/" + kRunName);
+    (void)storage.Remove(path + "/" + kJournalName);
     return w;
   }
   if (resuming) {
@@ -97,7 +97,7 @@ Status DatasetWriter::Fail(Status s) {
 }
 
 Status DatasetWriter::OpenShard(uint64_t n, uint64_t first) {
-  auto shard = ShardWriter::Create(out_ + "/" + ShardName(n) + ".tmp",
+  auto shard = ShardWriter::Create(*storage_, out_ + "/" + ShardName(n) + ".tmp",
                                    ShardHeader{kFormatVersion, options_.align, n, first});
   if (!shard.ok()) return Fail(shard.status());
   shard_ = std::move(shard).value();
@@ -107,7 +107,7 @@ Status DatasetWriter::OpenShard(uint64_t n, uint64_t first) {
 }
 
 Status DatasetWriter::BeginRun(const json& run) {
-  DS_RETURN_IF_ERROR(Fail(WriteFileAtomic(out_ + "/" + kRunName, run.dump() + "\n")));
+  DS_RETURN_IF_ERROR(Fail(WriteAll(*storage_, out_ + "/" + kRunName, run.dump() + "\n")));
   created_.push_back(out_ + "/" + kRunName);
   run_recorded_ = true;
   return Status::Ok();
@@ -121,20 +121,22 @@ Status DatasetWriter::Checkpoint(const FileMeta& shard) {
                {"skipped", skipped_}};
   std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
   const std::string& path = journal_;
-  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_WRONLY | O_CREAT | O_APPEND, 0644));
-  DS_RETURN_IF_ERROR(WriteFull(fd.get(), text.data(), text.size(), path));
-  if (::fsync(fd.get()) != 0) return Status::FromErrno(errno, path + ": fsync");
+  DS_ASSIGN_OR_RETURN(auto file, storage_->OpenWrite(path, WriteMode::kKeep));
+  DS_ASSIGN_OR_RETURN(uint64_t end, file->Size());
+  DS_RETURN_IF_ERROR(file->WriteAt(end, text.data(), text.size()));
+  DS_RETURN_IF_ERROR(file->Sync());
+  DS_RETURN_IF_ERROR(file->Close());
   if (created_.empty() || created_.back() != path) created_.push_back(path);
-  return FsyncDir(out_);
+  return storage_->SyncDir(out_);
 }
 
 Result<uint64_t> DatasetWriter::ResumeRun(const json& run) {
-  DS_ASSIGN_OR_RETURN(bool have_run, CheckRunRecord(out_, run));
+  DS_ASSIGN_OR_RETURN(bool have_run, CheckRunRecord(*storage_, out_, run));
   // The last complete checkpoint whose shard is in place wins; a torn last line is ignored.
   std::vector<json> checkpoints;
-  if (have_run) checkpoints = ReadJournal(journal_);
+  if (have_run) checkpoints = ReadJournal(*storage_, journal_);
   while (!checkpoints.empty()) {
-    if (ShardInPlace(out_, MetaFromJson(checkpoints.back()["shard"]))) break;
+    if (ShardInPlace(*storage_, out_, MetaFromJson(checkpoints.back()["shard"]))) break;
     checkpoints.pop_back();
   }
   // Keep checkpointed shards; remove everything else that is not the run record.
@@ -147,11 +149,11 @@ Result<uint64_t> DatasetWriter::ResumeRun(const json& run) {
                                                    out_, kJournalName, i, keep.back()));
     }
   }
-  DS_ASSIGN_OR_RETURN(auto names, ListDir(out_));
+  DS_ASSIGN_OR_RETURN(auto names, ListDir(*storage_, out_));
   for (const auto& n : names) {
     if (std::find(keep.begin(), keep.end(), n) != keep.end()) continue;
     if (have_run && (n == kRunName || n == kJournalName)) continue;
-    ::unlink((out_ + "/" + n).c_str());
+    (void)storage_->Remove(out_ + "/" + n);
   }
   if (!have_run) {
     DS_RETURN_IF_ERROR(BeginRun(run));
@@ -167,8 +169,8 @@ Result<uint64_t> DatasetWriter::ResumeRun(const json& run) {
                                                    "`existing=replace` to start over",
                                                    meta.name));
     }
-    DS_RETURN_IF_ERROR(
-        ReadShardRecords(out_, meta, [&](uint64_t offset, uint64_t length, const RecordHead& h) {
+    DS_RETURN_IF_ERROR(ReadShardRecords(
+        *storage_, out_, meta, [&](uint64_t offset, uint64_t length, const RecordHead& h) {
           return index_.Add(static_cast<uint32_t>(i), offset, length, h.key);
         }));
     manifest_.shards.push_back(meta);
@@ -194,10 +196,9 @@ Status DatasetWriter::FinishShard() {
   ShardSummary sum;
   DS_RETURN_IF_ERROR(Fail(shard_->Finish(&sum)));
   shard_.reset();
-  if (::rename(tmp.c_str(), final_name.c_str()) != 0) {
-    int e = errno;
-    ::unlink(tmp.c_str());
-    return Fail(Status::FromErrno(e, "rename " + tmp));
+  if (Status renamed = storage_->Rename(tmp, final_name); !renamed.ok()) {
+    (void)storage_->Remove(tmp);
+    return Fail(renamed);
   }
   created_.push_back(final_name);
   FileMeta meta;
@@ -281,13 +282,11 @@ Status DatasetWriter::Commit(DatasetSummary* summary) {
   std::string idx_tmp = out_ + "/" + kIndexName + ".tmp";
   FileMeta& im = manifest_.index;
   im.name = kIndexName;
-  Status s =
-      index_.Write(idx_tmp, static_cast<uint32_t>(manifest_.shards.size()), &im.size, &im.xxh3);
-  if (s.ok() && ::rename(idx_tmp.c_str(), (out_ + "/" + kIndexName).c_str()) != 0) {
-    s = Status::FromErrno(errno, "rename " + idx_tmp);
-  }
+  Status s = index_.Write(*storage_, idx_tmp, static_cast<uint32_t>(manifest_.shards.size()),
+                          &im.size, &im.xxh3);
+  if (s.ok()) s = storage_->Rename(idx_tmp, out_ + "/" + kIndexName);
   if (!s.ok()) {
-    ::unlink(idx_tmp.c_str());
+    (void)storage_->Remove(idx_tmp);
     return Fail(s);
   }
   created_.push_back(out_ + "/" + kIndexName);
@@ -295,7 +294,7 @@ Status DatasetWriter::Commit(DatasetSummary* summary) {
     std::string text;
     for (const auto& c : classes_) text += c + "\n";
     created_.push_back(out_ + "/" + kClassesName);
-    DS_RETURN_IF_ERROR(Fail(WriteFileAtomic(out_ + "/" + kClassesName, text)));
+    DS_RETURN_IF_ERROR(Fail(WriteAll(*storage_, out_ + "/" + kClassesName, text)));
     manifest_.class_count = classes_.size();
     manifest_.classes_xxh3 = Xxh3_64(text);
   }
@@ -303,16 +302,16 @@ Status DatasetWriter::Commit(DatasetSummary* summary) {
   manifest_.payload_bytes = payload_bytes_;
   manifest_.skipped = skipped_;
   created_.push_back(out_ + "/" + kManifestName);
-  DS_RETURN_IF_ERROR(Fail(WriteFileAtomic(out_ + "/" + kManifestName, manifest_.ToJson())));
+  DS_RETURN_IF_ERROR(Fail(WriteAll(*storage_, out_ + "/" + kManifestName, manifest_.ToJson())));
   done_ = true;
   // The dataset is committed; the run record and every journal are no longer needed.
-  if (auto names = ListDir(out_); names.ok()) {
+  if (auto names = ListDir(*storage_, out_); names.ok()) {
     for (const auto& n : *names) {
-      if (n.rfind(kJournalName, 0) == 0) ::unlink((out_ + "/" + n).c_str());
+      if (n.rfind(kJournalName, 0) == 0) (void)storage_->Remove(out_ + "/" + n);
     }
   }
-  ::unlink((out_ + "/" + kRunName).c_str());
-  out_lock_ = OwnedFd();  // committed: readers may open it now
+  (void)storage_->Remove(out_ + "/" + kRunName);
+  out_lock_.reset();  // committed: readers may open it now
   if (summary) {
     summary->samples = index_.size();
     summary->shards = manifest_.shards.size();
@@ -328,10 +327,8 @@ void DatasetWriter::Abandon() {
   if (shard_) shard_->Abandon();
   shard_.reset();
   if (resuming_) return;  // keep an interrupted run resumable
-  // Newest first, so a crash mid-cleanup never leaves a manifest over missing shards.
-  for (auto it = created_.rbegin(); it != created_.rend(); ++it) ::unlink(it->c_str());
-  ::unlink((out_ + "/" + kIndexName + ".tmp").c_str());
-  if (created_dir_) ::rmdir(out_.c_str());
+  (void)storage_->Remove(out_ + "/" + kIndexName + ".tmp");
+  RemoveCreated(*storage_, created_, out_, created_dir_);
 }
 
 }  // namespace ds::native

@@ -10,7 +10,6 @@
 // (number, size, xxh3, samples, first_sample, payload bytes) and three per record (offset,
 // length, XXH3-64 of the key): what the global index and manifest need, in shard order.
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <map>
@@ -57,36 +56,37 @@ Result<std::vector<uint64_t>> DatasetWriter::PlanShards(uint64_t n, const ShapeF
 Result<std::string> DatasetWriter::BeginJob(const json& run) {
   bool have_run = false;
   if (resuming_) {
-    DS_ASSIGN_OR_RETURN(have_run, CheckRunRecord(out_, run));
+    DS_ASSIGN_OR_RETURN(have_run, CheckRunRecord(*storage_, out_, run));
   }
   // Every shard journaled by any process of an earlier run (or by a single writer), in place.
   json done = json::array();
   std::set<std::string> keep;
   if (have_run) {
-    DS_ASSIGN_OR_RETURN(auto names, ListDir(out_));
+    DS_ASSIGN_OR_RETURN(auto names, ListDir(*storage_, out_));
     std::sort(names.begin(), names.end());
     for (const auto& n : names) {
       if (n.rfind(kJournalName, 0) != 0) continue;
-      for (const json& line : ReadJournal(out_ + "/" + n)) {
+      for (const json& line : ReadJournal(*storage_, out_ + "/" + n)) {
         FileMeta m;
         try {
           m = MetaFromJson(line.at("shard"));
         } catch (const std::exception&) {
           continue;  // not a checkpoint line this version wrote
         }
-        if (ShardInPlace(out_, m) && keep.insert(m.name).second) done.push_back(MetaJson(m));
+        if (ShardInPlace(*storage_, out_, m) && keep.insert(m.name).second)
+          done.push_back(MetaJson(m));
       }
     }
   }
   if (resuming_) {
     // As ResumeRun: keep the run record, the journals and the journaled shards; remove the rest
     // (temporary files, shards renamed before their checkpoint, a half-written commit).
-    DS_ASSIGN_OR_RETURN(auto names, ListDir(out_));
+    DS_ASSIGN_OR_RETURN(auto names, ListDir(*storage_, out_));
     for (const auto& n : names) {
       if (keep.count(n) || (have_run && (n == kRunName || n.rfind(kJournalName, 0) == 0))) {
         continue;
       }
-      ::unlink((out_ + "/" + n).c_str());
+      (void)storage_->Remove(out_ + "/" + n);
     }
   }
   if (!have_run) DS_RETURN_IF_ERROR(BeginRun(run));
@@ -124,7 +124,7 @@ Result<std::vector<std::pair<uint64_t, uint64_t>>> DatasetWriter::BeginPart(
         it->second.samples == st[k + 1] - st[k]) {
       Part::Shard kept{it->second, 0, {}};
       DS_RETURN_IF_ERROR(ReadShardRecords(
-          out_, kept.meta, [&](uint64_t offset, uint64_t length, const RecordHead& h) {
+          *storage_, out_, kept.meta, [&](uint64_t offset, uint64_t length, const RecordHead& h) {
             for (uint64_t w : {offset, length, Xxh3_64(h.key)}) PutLE64(&kept.entries, w);
             kept.payload += h.payload_len();
             return Status::Ok();
@@ -249,7 +249,7 @@ Status DatasetWriter::CommitParts(const std::vector<std::string>& parts, LayoutS
   // The root commits only shards it sees, each with the size its writer reported: on OUT that
   // is not shared storage, another node's shards are not here (or are stale files).
   for (const auto& m : manifest_.shards) {
-    DS_RETURN_IF_ERROR(Fail(CheckSeenHere(out_ + "/" + m.name, m.size)));
+    DS_RETURN_IF_ERROR(Fail(CheckSeenHere(*storage_, out_ + "/" + m.name, m.size)));
   }
   return Commit(summary);
 }

@@ -1,25 +1,18 @@
 #include "formats/native/native_run.h"
 
-#include <dirent.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include "formats/native/native_shard.h"
-#include "src/fd.h"
 
 namespace ds::native {
 
 using nlohmann::json;
 
-Result<std::vector<std::string>> ListDir(const std::string& dir) {
-  DIR* d = ::opendir(dir.c_str());
-  if (!d) return Status::FromErrno(errno, dir);
+Result<std::vector<std::string>> ListDir(Storage& storage, const std::string& dir) {
+  DS_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, storage.List(dir));
   std::vector<std::string> names;
-  while (dirent* e = ::readdir(d)) {
-    std::string n = e->d_name;
-    if (n != "." && n != "..") names.push_back(std::move(n));
-  }
-  ::closedir(d);
+  names.reserve(entries.size());
+  for (auto& e : entries) names.push_back(std::move(e.name));
   return names;
 }
 
@@ -35,8 +28,8 @@ FileMeta MetaFromJson(const json& j) {
   return {j.at("name"), j.at("size"), j.at("samples"), j.at("first_sample"), j.at("xxh3")};
 }
 
-Result<bool> CheckRunRecord(const std::string& out, const json& run) {
-  auto recorded = ReadWholeFile(out + "/" + kRunName);
+Result<bool> CheckRunRecord(Storage& storage, const std::string& out, const json& run) {
+  auto recorded = ReadAll(storage, out + "/" + kRunName);
   if (!recorded.ok()) return false;
   json old;
   try {
@@ -54,9 +47,9 @@ Result<bool> CheckRunRecord(const std::string& out, const json& run) {
                             out, what));
 }
 
-std::vector<json> ReadJournal(const std::string& path) {
+std::vector<json> ReadJournal(Storage& storage, const std::string& path) {
   std::vector<json> lines;
-  auto text = ReadWholeFile(path);
+  auto text = ReadAll(storage, path);
   if (!text.ok()) return lines;
   size_t pos = 0;
   while (pos < text->size()) {
@@ -72,15 +65,14 @@ std::vector<json> ReadJournal(const std::string& path) {
   return lines;
 }
 
-bool ShardInPlace(const std::string& out, const FileMeta& meta) {
-  struct stat st;
-  return ::stat((out + "/" + meta.name).c_str(), &st) == 0 &&
-         static_cast<uint64_t>(st.st_size) == meta.size;
+bool ShardInPlace(Storage& storage, const std::string& out, const FileMeta& meta) {
+  auto st = storage.Stat(out + "/" + meta.name, /*follow=*/true);
+  return st.ok() && st->size == meta.size;
 }
 
-Status ReadShardRecords(const std::string& out, const FileMeta& meta,
+Status ReadShardRecords(Storage& storage, const std::string& out, const FileMeta& meta,
                         const std::function<Status(uint64_t, uint64_t, const RecordHead&)>& fn) {
-  DS_ASSIGN_OR_RETURN(ShardReader r, ShardReader::Open(out + "/" + meta.name, meta.name));
+  DS_ASSIGN_OR_RETURN(ShardReader r, ShardReader::Open(storage, out + "/" + meta.name, meta.name));
   if (r.record_count() != meta.samples || r.header().first_sample != meta.first_sample) {
     return Status(Code::kCorruption, fmt::format("{}: does not match its checkpoint; use "
                                                  "`existing=replace` to start over",

@@ -14,20 +14,20 @@ namespace ds::native {
 
 // ---- ShardWriter -------------------------------------------------------------------------------
 
-ShardWriter::ShardWriter(std::string path, FileWriter file, ShardHeader header)
-    : path_(std::move(path)), file_(std::move(file)), header_(header) {}
+ShardWriter::ShardWriter(Storage& storage, std::string path, FileWriter file, ShardHeader header)
+    : storage_(&storage), path_(std::move(path)), file_(std::move(file)), header_(header) {}
 
 ShardWriter::~ShardWriter() {
   if (!finished_) Abandon();
 }
 
-Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(const std::string& path,
+Result<std::unique_ptr<ShardWriter>> ShardWriter::Create(Storage& storage, const std::string& path,
                                                          const ShardHeader& header) {
-  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_RDWR | O_CREAT | O_EXCL, 0644));
-  FileWriter file(std::move(fd), path);
+  DS_ASSIGN_OR_RETURN(auto f, storage.OpenWrite(path, WriteMode::kCreateNew));
+  FileWriter file(std::move(f));
   file.EnableDirect();  // falls back to buffered + writeback where O_DIRECT is refused
   file.EnableWriteback();
-  std::unique_ptr<ShardWriter> w(new ShardWriter(path, std::move(file), header));
+  std::unique_ptr<ShardWriter> w(new ShardWriter(storage, path, std::move(file), header));
   DS_RETURN_IF_ERROR(w->Put(EncodeShardHeader(header)));
   return w;
 }
@@ -143,7 +143,7 @@ void ShardWriter::Abandon() {
   if (finished_) return;
   finished_ = true;
   (void)file_.Close(/*sync=*/false);
-  ::unlink(path_.c_str());
+  (void)storage_->Remove(path_);
 }
 
 // ---- Reading -----------------------------------------------------------------------------------

@@ -39,8 +39,9 @@ struct ShardSummary {
 
 class ShardWriter {
  public:
-  // REQUIRES: align is a power of two in [1, kMaxAlign].
-  static Result<std::unique_ptr<ShardWriter>> Create(const std::string& path,
+  // A new file at path in storage (kAlreadyExists if there is one). REQUIRES: align is a power
+  // of two in [1, kMaxAlign]; storage outlives the writer.
+  static Result<std::unique_ptr<ShardWriter>> Create(Storage& storage, const std::string& path,
                                                      const ShardHeader& header);
   ~ShardWriter();
 
@@ -64,10 +65,11 @@ class ShardWriter {
   void Abandon();
 
  private:
-  ShardWriter(std::string path, FileWriter file, ShardHeader header);
+  ShardWriter(Storage& storage, std::string path, FileWriter file, ShardHeader header);
   Status Put(std::string_view data);
   Status Fail(Status s);
 
+  Storage* storage_;
   std::string path_;
   FileWriter file_;
   ShardHeader header_;

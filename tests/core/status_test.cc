@@ -10,6 +10,7 @@
 #include "src/cli_args.h"
 #include "src/fd.h"
 #include "src/file_writer.h"
+#include "src/storage.h"
 #include "test_util.h"
 
 using namespace ds;
@@ -53,9 +54,9 @@ TEST_CASE("FileWriter buffers, truncates back and writes atomically", "[core]") 
   test::TempDir dir;
   for (bool direct : {false, true}) {
     std::string path = dir / (direct ? "direct" : "buffered");
-    auto fd = OpenFile(path, O_RDWR | O_CREAT | O_EXCL);
-    REQUIRE(fd.ok());
-    FileWriter w(std::move(fd).value(), path, 4096);
+    auto file = LocalStorage()->OpenWrite(path, WriteMode::kCreateNew);
+    REQUIRE(file.ok());
+    FileWriter w(std::move(file).value(), 4096);
     if (direct) w.EnableDirect();  // may stay buffered on tmpfs; the contract is the same
     std::string expect;
     auto append = [&](const std::string& s) {

@@ -297,6 +297,11 @@ class NoCacheStorage final : public ds::Storage {
   ds::Result<std::unique_ptr<ds::WritableFile>> Create(const std::string&) override {
     return Unsupported();
   }
+  ds::Result<std::unique_ptr<ds::RandomWriteFile>> OpenWrite(const std::string&,
+                                                             ds::WriteMode) override {
+    return Unsupported();
+  }
+  ds::Status SyncDir(const std::string&) override { return Unsupported(); }
   ds::Result<ds::FileInfo> Stat(const std::string&, bool) override { return Unsupported(); }
   ds::Result<std::vector<ds::DirEntry>> List(const std::string&) override { return Unsupported(); }
   ds::Status MakeDirs(const std::string&) override { return Unsupported(); }

@@ -362,7 +362,8 @@ TEST_CASE("layouts refuse samples they cannot hold, as bad input", "[formats]") 
   REQUIRE(wds.ok());
   CHECK((*wds)->Add({"__meta__", {{"", "x"}}}).code() == Code::kBadInput);
 
-  auto bad = CreateLayoutWriter(dir / "tf", Opts(Format::kTfrecord, {}, {ExistingOutput::kResume}));
+  auto bad = CreateLayoutWriter(dir / "tf",
+                                Opts(Format::kTfrecord, {}, {.existing = ExistingOutput::kResume}));
   CHECK(bad.status().code() == Code::kInvalidArgument);
 }
 

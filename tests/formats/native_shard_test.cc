@@ -4,6 +4,7 @@
 
 #include "formats/native/native_format.h"
 #include "src/checksum.h"
+#include "src/storage.h"
 #include "test_util.h"
 
 using namespace ds;
@@ -45,7 +46,7 @@ TEST_CASE("shard writer and reader round-trip with alignment", "[formats]") {
   for (uint32_t align : {1u, 8u, 4096u}) {
     test::TempDir dir;
     std::string path = dir / "s.dsr";
-    auto w = ShardWriter::Create(path, ShardHeader{kFormatVersion, align, 3, 100});
+    auto w = ShardWriter::Create(*LocalStorage(), path, ShardHeader{kFormatVersion, align, 3, 100});
     REQUIRE(w.ok());
     std::vector<Sample> samples = {
         MakeSample("a", {{"txt", "hello"}}),
@@ -80,7 +81,8 @@ TEST_CASE("shard writer and reader round-trip with alignment", "[formats]") {
 TEST_CASE("a cancelled record leaves the shard as if it was never begun", "[formats]") {
   test::TempDir dir;
   auto write = [&](const std::string& name, bool with_cancel) {
-    auto w = ShardWriter::Create(dir / name, ShardHeader{kFormatVersion, 64, 0, 0});
+    auto w =
+        ShardWriter::Create(*LocalStorage(), dir / name, ShardHeader{kFormatVersion, 64, 0, 0});
     REQUIRE(w.ok());
     REQUIRE((*w)->AddRecord(MakeSample("a", {{"x", "1"}})).ok());
     if (with_cancel) {
@@ -103,7 +105,7 @@ TEST_CASE("a cancelled record leaves the shard as if it was never begun", "[form
 TEST_CASE("a writer that declares more than it appends fails, abandon removes the file",
           "[formats]") {
   test::TempDir dir;
-  auto w = ShardWriter::Create(dir / "s.dsr", ShardHeader{});
+  auto w = ShardWriter::Create(*LocalStorage(), dir / "s.dsr", ShardHeader{});
   REQUIRE(w.ok());
   std::vector<FieldInfo> f = {{"x", 10}};
   REQUIRE((*w)->BeginRecord("k", f).ok());

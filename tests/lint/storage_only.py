@@ -24,18 +24,13 @@ CALL = re.compile(
 LOCAL_DST = "dssync's destination is the node's local disk: positional, resumable, O_DIRECT writes"
 NOT_YET = "not moved to Storage yet (issue 28, one caller at a time)"
 ALLOWED = {
-    # Writers: shards are written through FileWriter (O_DIRECT, writeback, TruncateTo), which
-    # the append-only WritableFile cannot do yet.
-    "formats/native/native_shard.cc": "ShardWriter's file: FileWriter needs the fd (O_DIRECT)",
-    "formats/native/native_dataset_writer.cc": "the native writer: " + NOT_YET,
-    "formats/native/native_run.cc": "resume reads back its own local output: " + NOT_YET,
-    "formats/native/global_index.cc": "writes index.dsi through FileWriter; maps it where caps().mmap",
-    "formats/interop/sharded_writer.cc": "shard writes through FileWriter: " + NOT_YET,
+    # The writers of native, wds, tfrecord and recordio go through Storage (RandomWriteFile);
+    # LMDB's is local by nature.
+    "formats/native/global_index.cc": "maps index.dsi where caps().mmap (read whole elsewhere)",
     "formats/interop/lmdb_writer.cc": "liblmdb writes a local file it maps (RequireMmap)",
     "formats/interop/lmdb_reader.cc": "liblmdb maps data.mdb by path (RequireMmap asked first)",
     "formats/interop/lmdb_check.cc": "checks data.mdb's pages before liblmdb maps it (local only)",
     "formats/interop/lmdb_common.cc": "hashes data.mdb, a local file (LMDB is local only)",
-    "formats/out_dir.cc": "prepares and locks OUT on the local disk the writers write: " + NOT_YET,
     "formats/registry.cc": "flock-based shared lock and verify's local checks: " + NOT_YET,
     "formats/subset.cc": "a subset view is dssync's local staging: " + NOT_YET,
     # Sources the packer reads: the tree walker and archives (libarchive reads an fd).

@@ -88,7 +88,7 @@ class IndexFixture : public benchmark::Fixture {
                   "n01440764/n01440764_" + std::to_string(i));
     }
     uint64_t size, hash;
-    (void)b.Write(path_, kSamples / 2300 + 1, &size, &hash);
+    (void)b.Write(*ds::LocalStorage(), path_, kSamples / 2300 + 1, &size, &hash);
     auto gi = ds::native::GlobalIndex::Open(*ds::LocalStorage(), path_);
     index_ = std::make_unique<ds::native::GlobalIndex>(std::move(gi).value());
   }
