@@ -44,6 +44,10 @@ struct CommonWriterOptions {
   // A process of a partitioned write that is not its root (formats/layout.h, PartitionedWriter):
   // OUT has been prepared and is locked by the root; write into it as it is.
   bool join_job = false;
+  // existing=replace removes the old files in OUT at once, rather than writing the new dataset
+  // beside it and swapping it in at the commit (formats/out_dir.h): a partitioned write, whose
+  // other processes write into OUT itself.
+  bool replace_in_place = false;
   // The backend OUT lives on (src/storage.h); null: OpenStorage(out), a path or a registered
   // URI. Tests hand a FaultStorage here to fail the writer's operations.
   std::shared_ptr<Storage> storage = nullptr;

@@ -69,8 +69,98 @@ Status CheckSeenHere(Storage& storage, const std::string& path, uint64_t size) {
                             path, st.ok() ? fmt::format("{} bytes", st->size) : "not found", size));
 }
 
+namespace {
+
+std::string ParentOf(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos) return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
+// Removes every entry of dir (one level: dspack's layouts are flat), then dir. Best effort.
+void RemoveFlatDir(Storage& storage, const std::string& dir) {
+  if (auto entries = storage.List(dir); entries.ok()) {
+    for (const DirEntry& e : *entries) (void)storage.Remove(dir + "/" + e.name);
+  }
+  (void)storage.Remove(dir);
+}
+
+// The sibling OUT.dspack-replace for a staged replace, made (or emptied, when a crashed replace
+// left it) and locked; kUnsupported when OUT cannot be replaced by a swap here (the caller
+// replaces in place).
+Status PrepareStage(Storage& storage, const OutDirSpec& spec, OutDirState* state) {
+  std::string out = state->out;
+  while (out.size() > 1 && out.back() == '/') out.pop_back();
+  std::string base = out.substr(out.find_last_of('/') + 1);
+  auto unsupported = [] { return Status(Code::kUnsupported, "replace in place"); };
+  if (!storage.caps().atomic_rename || base.empty() || base == "." || base == "..") {
+    return unsupported();
+  }
+  // A mount point cannot be swapped with a directory of the file system it is mounted on.
+  auto here = storage.Stat(out, /*follow=*/true);
+  auto parent = storage.Stat(ParentOf(out), /*follow=*/true);
+  if (!here.ok() || !parent.ok() || here->device != parent->device) return unsupported();
+  const std::string stage = out + std::string(kStageSuffix);
+  auto st = storage.Stat(stage);
+  if (st.ok()) {
+    if (st->type != FileType::kDirectory) {
+      return Status(Code::kAlreadyExists,
+                    stage +
+                        ": exists and is not a directory; dspack writes a replacement there, "
+                        "so move it away");
+    }
+    DS_ASSIGN_OR_RETURN(state->stage_lock, storage.LockWriter(stage, &state->lock_warning));
+    DS_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, storage.List(stage));
+    for (const DirEntry& e : entries) {
+      if (!spec.is_ours(e.name) && !IsAnyLayoutFile(e.name)) {
+        return Status(Code::kAlreadyExists,
+                      fmt::format("{}: holds '{}', which dspack did not write; dspack writes a "
+                                  "replacement there, so move it away",
+                                  stage, EscapeBytes(e.name)));
+      }
+    }
+    for (const DirEntry& e : entries) {
+      DS_RETURN_IF_ERROR(storage.Remove(stage + "/" + e.name)
+                             .Prefixed("cannot empty a crashed replace's directory"));
+    }
+  } else if (st.status().code() != Code::kNotFound) {
+    return st.status();
+  } else {
+    Status made = storage.MakeDirs(stage);
+    if (!made.ok()) return unsupported();  // OUT's parent is not ours to write: in place
+    DS_ASSIGN_OR_RETURN(state->stage_lock, storage.LockWriter(stage, &state->lock_warning));
+  }
+  state->dir = stage;
+  state->created = true;  // Abandon removes the sibling; OUT keeps the previous dataset
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status PublishOutput(Storage& storage, OutDirState* state) {
+  if (state->staged()) {
+    std::string old = state->dir;  // after the swap, the previous dataset is here
+    Status s = storage.Exchange(state->dir, state->out);
+    if (s.code() == Code::kUnsupported) {
+      old = state->out + ".dspack-old";
+      RemoveFlatDir(storage, old);  // a crashed fallback's leftover
+      DS_RETURN_IF_ERROR(storage.Rename(state->out, old));
+      s = storage.Rename(state->dir, state->out);
+      if (!s.ok()) (void)storage.Rename(old, state->out);
+    }
+    DS_RETURN_IF_ERROR(s.Prefixed("cannot publish the replacement dataset"));
+    DS_RETURN_IF_ERROR(storage.SyncDir(ParentOf(state->out)));
+    state->dir = state->out;
+    RemoveFlatDir(storage, old);
+  }
+  state->stage_lock.reset();
+  state->lock.reset();  // committed: readers may open OUT now
+  return Status::Ok();
+}
+
 Result<OutDirState> PrepareOutputDir(Storage& storage, const std::string& out,
-                                     const OutDirSpec& spec, ExistingOutput existing) {
+                                     const OutDirSpec& spec, ExistingOutput existing,
+                                     bool in_place) {
   if (existing == ExistingOutput::kResume && !spec.can_resume) {
     return Status(Code::kInvalidArgument,
                   fmt::format("{}: {} cannot resume an interrupted write (only native can); "
@@ -78,6 +168,7 @@ Result<OutDirState> PrepareOutputDir(Storage& storage, const std::string& out,
                               out, spec.layout));
   }
   OutDirState state;
+  state.out = state.dir = out;
   auto st = storage.Stat(out, /*follow=*/true);
   if (!st.ok()) {
     if (st.status().code() != Code::kNotFound) return st.status();
@@ -139,7 +230,15 @@ Result<OutDirState> PrepareOutputDir(Storage& storage, const std::string& out,
                             ": holds a failed convert's files; pass `existing=replace` to "
                             "replace them");
   }
-  // kReplace: the commit point first, so OUT never claims a dataset being removed.
+  // kReplace: staged beside OUT where it can be; else in place, the commit point first, so OUT
+  // never claims a dataset being removed.
+  if (!in_place) {
+    Status staged = PrepareStage(storage, spec, &state);
+    if (staged.ok() || staged.code() != Code::kUnsupported) {
+      if (!staged.ok()) return staged;
+      return state;
+    }
+  }
   std::stable_partition(ours.begin(), ours.end(),
                         [&](const std::string& n) { return IsCommitPointName(n); });
   for (const auto& n : ours) {

@@ -11,9 +11,17 @@
 //   our files in OUT          kRefuse:  kAlreadyExists; the message says which choice proceeds
 //                                       (`existing=replace`, or `existing=resume` for a
 //                                       layout that can resume and an unfinished run)
-//                             kReplace: the commit point is removed first (the directory never
-//                                       claims a half-removed dataset), then every other file of
-//                                       ours; a failed unlink is an error, never ignored
+//                             kReplace: the new dataset is written beside OUT, in
+//                             OUT.dspack-replace
+//                                       (kStageSuffix), and PublishOutput swaps it in whole at
+//                                       the writer's commit: until then OUT keeps the previous
+//                                       dataset, so a crash or an error leaves it intact
+//                                       (docs/formats/README.md#replacing-a-dataset). In place
+//                                       where the sibling cannot be made or swapped (a partitioned
+//                                       job, an OUT that is a mount point or ".", a backend without
+//                                       atomic rename): the commit point is removed first (the
+//                                       directory never claims a half-removed dataset), then every
+//                                       other file of ours; a failed unlink is an error
 //                             kResume:  kept as they are (the writer decides what to reuse);
 //                                       kInvalidArgument for a layout that cannot resume
 #pragma once
@@ -35,6 +43,10 @@ struct OutDirSpec {
   bool can_resume = false;
 };
 
+// The sibling a replace is written in ("OUT.dspack-replace"); a stale one (a crashed replace)
+// holds only dspack's files and is emptied by the next replace.
+inline constexpr std::string_view kStageSuffix = ".dspack-replace";
+
 struct OutDirState {
   // The exclusive lock on OUT (src/dir_lock.h), taken before OUT is looked at: the writer holds
   // it until it is destroyed, so a second writer gets "OUT: is being written by PID N" (exit 2)
@@ -44,14 +56,30 @@ struct OutDirState {
   bool created = false;           // OUT did not exist: Abandon may remove the directory too
   bool had_commit_point = false;  // a finished dataset was there (kResume keeps it)
   bool had_files = false;         // any file of ours was there
+  std::string out;                // OUT, as the writer was given it
+  // Where the writer writes its files: OUT, or for a staged replace its sibling OUT.dspack-replace
+  // (then `created` is true: Abandon removes the sibling, and OUT is never touched).
+  std::string dir;
+  std::unique_ptr<StorageLock> stage_lock;  // the sibling's, for a staged replace
+  bool staged() const { return dir != out; }
 };
 
 // Where a writer's OUT lives: options.storage when a caller handed one (a test's FaultStorage),
 // else OpenStorage(out) (a path, or a URI of a registered backend).
 Result<StorageRef> OutputStorage(const std::string& out, const CommonWriterOptions& options);
 
+// in_place: a kReplace removes the old files in OUT at once (a partitioned job, whose other
+// processes write into OUT itself).
 Result<OutDirState> PrepareOutputDir(Storage& storage, const std::string& out,
-                                     const OutDirSpec& spec, ExistingOutput existing);
+                                     const OutDirSpec& spec, ExistingOutput existing,
+                                     bool in_place = false);
+
+// The writer's last step, once its commit point is durable in state->dir: for a staged replace,
+// swaps state->dir with OUT (Storage::Exchange; where that is unsupported, OUT is renamed to
+// OUT.dspack-old and the sibling to OUT), syncs OUT's parent and removes the previous dataset,
+// now under the sibling's name (best effort: a replace that finds it empties it). Then releases
+// the locks: readers may open OUT. On error OUT still holds the previous dataset.
+Status PublishOutput(Storage& storage, OutDirState* state);
 
 // Removes what a failed writer created under OUT, newest first (so a crash mid-cleanup never
 // leaves a commit point over missing files), then OUT itself when the writer created it. Best

@@ -48,6 +48,8 @@ Status Packer::PartCreateWriter() {
       [&](auto& w) {
         w.creation_options = CreationOptions();
         w.join_job = o_.job->rank() != 0;
+        // The other ranks write into OUT itself: a replace cannot be staged beside it.
+        w.replace_in_place = true;
       },
       wopt_);
   DS_ASSIGN_OR_RETURN(writer_, CreateLayoutWriter(o_.out, wopt_));

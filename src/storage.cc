@@ -134,6 +134,11 @@ Result<StorageRef> OpenStorage(std::string_view uri) {
   return StorageRef{std::move(*storage), std::move(parsed.path)};
 }
 
+Status Storage::Exchange(const std::string& a, const std::string& b) {
+  return Status(Code::kUnsupported,
+                fmt::format("{}: {} storage cannot swap it with {} atomically", a, scheme(), b));
+}
+
 Status RequireMmap(const Storage& storage, std::string_view uri, std::string_view why) {
   if (storage.caps().mmap) return Status::Ok();
   return Status(Code::kUnsupported,

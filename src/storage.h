@@ -160,6 +160,10 @@ class Storage {
   // Removes a file or an empty directory; a missing one is kNotFound.
   virtual Status Remove(const std::string& path) = 0;
   virtual Status Rename(const std::string& from, const std::string& to) = 0;
+  // Swaps the two names atomically (local: renameat2 RENAME_EXCHANGE): a directory published over
+  // another whole, with no moment where neither is there (formats/out_dir.h, a replace). Both must
+  // exist. kUnsupported where the backend or the file system cannot (the caller falls back).
+  virtual Status Exchange(const std::string& a, const std::string& b);
   // *warning says so when the backend cannot lock here and the run goes on unlocked.
   virtual Result<std::unique_ptr<StorageLock>> LockWriter(const std::string& dir,
                                                           std::string* warning) = 0;

@@ -101,6 +101,11 @@ Status StorageDecorator::Rename(const std::string& from, const std::string& to) 
   return base_->Rename(from, to);
 }
 
+Status StorageDecorator::Exchange(const std::string& a, const std::string& b) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kRename, fmt::format("{}: exchange with {}", a, b)));
+  return base_->Exchange(a, b);
+}
+
 Result<std::unique_ptr<StorageLock>> StorageDecorator::LockWriter(const std::string& dir,
                                                                   std::string* warning) {
   DS_RETURN_IF_ERROR(Before(StorageOp::kLock, dir + ": lock"));
@@ -378,6 +383,12 @@ void FaultStorage::FailOp(StorageOp op, uint64_t nth, int err) {
   armed_[i] = Armed{seen_[i] + std::max<uint64_t>(nth, 1), err != 0 ? err : EIO};
 }
 
+void FaultStorage::CrashAt(StorageOp op, uint64_t nth) {
+  std::lock_guard lock(mu_);
+  size_t i = static_cast<size_t>(op);
+  armed_[i] = Armed{seen_[i] + std::max<uint64_t>(nth, 1), EIO, /*crash=*/true};
+}
+
 Status FaultStorage::Check(StorageOp op, const std::string& what) {
   if (crashed_) {
     return Status(Code::kIOError, what + ": Input/output error (after a simulated crash)", EIO);
@@ -387,7 +398,13 @@ Status FaultStorage::Check(StorageOp op, const std::string& what) {
   std::lock_guard lock(mu_);
   if (armed_[i].at == 0 || n != armed_[i].at) return Status::Ok();
   int err = armed_[i].err;
+  bool crash = armed_[i].crash;
   armed_[i] = Armed{};
+  if (crash) {
+    crashed_ = true;
+    return Status(Code::kIOError,
+                  fmt::format("{}: simulated crash (at {} #{})", what, StorageOpName(op), n), EIO);
+  }
   Code code = err == ENOSPC ? Code::kNoSpace : Code::kIOError;
   return Status(
       code, fmt::format("{}: {} (injected {} #{})", what, std::strerror(err), StorageOpName(op), n),

@@ -84,6 +84,7 @@ class StorageDecorator : public Storage {
   Status MakeDirs(const std::string& dir) override;
   Status Remove(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
+  Status Exchange(const std::string& a, const std::string& b) override;  // a kRename
   Result<std::unique_ptr<StorageLock>> LockWriter(const std::string& dir,
                                                   std::string* warning) override;
   // Forwarded as they are: cache control, not dataset IO, so neither counted nor faulted.
@@ -136,6 +137,9 @@ class FaultStorage final : public StorageDecorator {
   void FailOp(StorageOp op, uint64_t nth, int err = 0);
   void ShortReads(size_t max_bytes) { short_reads_ = max_bytes; }
   void Crash() { crashed_ = true; }
+  // Crash() at the nth operation of that kind from now, which fails as every later one does: a
+  // process killed there (nothing after it runs, its cleanup included).
+  void CrashAt(StorageOp op, uint64_t nth);
   bool crashed() const { return crashed_; }
   // Operations of this kind seen so far (failed ones included).
   uint64_t count(StorageOp op) const { return seen_[static_cast<size_t>(op)]; }
@@ -160,6 +164,7 @@ class FaultStorage final : public StorageDecorator {
   struct Armed {
     uint64_t at = 0;  // fail when seen_ reaches this; 0 = nothing armed
     int err = 0;
+    bool crash = false;
   };
   std::mutex mu_;
   std::array<std::atomic<uint64_t>, kStorageOpCount> seen_{};

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>  // renameat2
 #include <filesystem>
 #include <thread>
 #include <vector>
@@ -302,6 +303,18 @@ class Local final : public Storage {
       return Status::FromErrno(errno, fmt::format("{}: rename to {}", from, to));
     }
     return Status::Ok();
+  }
+  Status Exchange(const std::string& a, const std::string& b) override {
+    if (::renameat2(AT_FDCWD, a.c_str(), AT_FDCWD, b.c_str(), RENAME_EXCHANGE) == 0) {
+      return Status::Ok();
+    }
+    int err = errno;
+    Status s = Status::FromErrno(err, fmt::format("{}: exchange with {}", a, b));
+    // The file system cannot (EINVAL: not supported there; EXDEV: two file systems).
+    if (err == EINVAL || err == ENOSYS || err == EXDEV || err == EOPNOTSUPP) {
+      return Status(Code::kUnsupported, s.message(), err);
+    }
+    return s;
   }
 
   Result<std::unique_ptr<StorageLock>> LockWriter(const std::string& dir,

@@ -118,9 +118,9 @@ bool IsInteropFile(std::string_view name) {
 }
 
 Result<OutDirState> PrepareInteropDir(Storage& storage, const std::string& out, Format format,
-                                      ExistingOutput existing) {
+                                      const CommonWriterOptions& options) {
   const OutDirSpec spec{FormatName(format), kLayoutMetaName, IsInteropFile, /*can_resume=*/false};
-  return PrepareOutputDir(storage, out, spec, existing);
+  return PrepareOutputDir(storage, out, spec, options.existing, options.replace_in_place);
 }
 
 Result<std::optional<DatasetFiles>> ListInteropFiles(const std::string& dir) {

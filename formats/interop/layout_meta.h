@@ -50,7 +50,7 @@ struct LayoutMeta {
 bool IsInteropFile(std::string_view name);
 
 Result<OutDirState> PrepareInteropDir(Storage& storage, const std::string& out, Format format,
-                                      ExistingOutput existing);
+                                      const CommonWriterOptions& options);
 
 // The files DIR/dspack.json lists (ListDatasetFiles for the interop layouts); nullopt without it.
 Result<std::optional<DatasetFiles>> ListInteropFiles(const std::string& dir);

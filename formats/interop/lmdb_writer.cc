@@ -49,9 +49,9 @@ class Writer : public LayoutWriter {
     DS_RETURN_IF_ERROR(
         RequireMmap(*ref.storage, out, "LMDB needs a local file: liblmdb writes a map"));
     DS_ASSIGN_OR_RETURN(OutDirState dir,
-                        PrepareInteropDir(*ref.storage, ref.path, Format::kLmdb, o.existing));
-    std::unique_ptr<Writer> w(new Writer(ref.path, o, dir.created));
-    w->out_lock_ = std::move(dir.lock);
+                        PrepareInteropDir(*ref.storage, ref.path, Format::kLmdb, o));
+    std::unique_ptr<Writer> w(new Writer(dir.dir, o, dir.created));
+    w->out_dir_ = std::move(dir);
     DS_RETURN_IF_ERROR(w->OpenEnv());
     return std::unique_ptr<LayoutWriter>(std::move(w));
   }
@@ -199,8 +199,10 @@ class Writer : public LayoutWriter {
     meta_.extra["lmdb_layout"] = LmdbLayoutName(layout_);
     DS_RETURN_IF_ERROR(
         Fail(CommitLayoutMeta(*LocalStorage(), out_, classes_, crcs_, &meta_, &created_)));
+    // A staged replace is swapped in now; then readers may open OUT.
+    DS_RETURN_IF_ERROR(Fail(PublishOutput(*LocalStorage(), &out_dir_)));
+    out_ = out_dir_.dir;
     done_ = true;
-    out_lock_.reset();  // committed: readers may open it now
     if (summary) *summary = {samples_, 1, payload_, fm.size};
     return Status::Ok();
   }
@@ -330,8 +332,7 @@ class Writer : public LayoutWriter {
 
   std::string out_, tmp_;
   bool created_dir_;
-  std::unique_ptr<StorageLock>
-      out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
+  OutDirState out_dir_;  // OUT's lock and a staged replace (formats/out_dir.h): PublishOutput
   LmdbLayout layout_;
   bool layout_given_;  // else field, or pickle once the imagenet schema is set
   MDB_env* env_ = nullptr;

@@ -133,12 +133,7 @@ Status ShardedWriter::CommitParts(const std::vector<std::string>& parts, LayoutS
   meta_.samples = st.back();
   meta_.payload_bytes = payload_bytes_;
   // Every part's shard, seen here with its size, or the commit is refused (OUT not shared).
-  DS_RETURN_IF_ERROR(Fail(Publish()));
-  DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(*storage_, out_, classes_, crcs_, &meta_, &created_)));
-  done_ = true;
-  out_lock_.reset();
-  if (summary) *summary = Summary();
-  return Status::Ok();
+  return CommitDataset(summary);
 }
 
 }  // namespace ds

@@ -210,10 +210,16 @@ Status ShardedWriter::Finish(LayoutSummary* summary) {
   DS_RETURN_IF_ERROR(Fail(EmptyShard()));
   meta_.samples = samples_;
   meta_.payload_bytes = payload_bytes_;
+  return CommitDataset(summary);
+}
+
+Status ShardedWriter::CommitDataset(LayoutSummary* summary) {
   DS_RETURN_IF_ERROR(Fail(Publish()));
   DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(*storage_, out_, classes_, crcs_, &meta_, &created_)));
+  // A staged replace is swapped in now; then readers may open OUT.
+  DS_RETURN_IF_ERROR(Fail(PublishOutput(*storage_, &out_dir_)));
+  out_ = out_dir_.dir;
   done_ = true;
-  out_lock_.reset();  // committed: readers may open it now
   if (summary) *summary = Summary();
   return Status::Ok();
 }

@@ -50,11 +50,12 @@ class ShardedWriter : public LayoutWriter, public PartitionedWriter {
   uint64_t payload_bytes() const final { return payload_bytes_; }
   Status Finish(LayoutSummary* summary) final;
   void Abandon() final;
-  // Writes OUT through storage (local until called) and keeps OUT's lock (formats/out_dir.h;
-  // null in a process that joined a partitioned write) until this writer commits or is destroyed.
-  void Attach(std::shared_ptr<Storage> storage, std::unique_ptr<StorageLock> lock) {
+  // Writes OUT through storage (local until called) and keeps OUT's state (formats/out_dir.h:
+  // its lock, none in a process that joined a partitioned write; a staged replace) until this
+  // writer commits or is destroyed.
+  void Attach(std::shared_ptr<Storage> storage, OutDirState dir) {
     storage_ = std::move(storage);
-    out_lock_ = std::move(lock);
+    out_dir_ = std::move(dir);
   }
 
   PartitionedWriter* partitioned() final { return this; }
@@ -118,14 +119,16 @@ class ShardedWriter : public LayoutWriter, public PartitionedWriter {
   // Renames every shard and sidecar in meta_ from `<name>.tmp` to its final name, after checking
   // that each is here with its listed size (kIOError naming the file and OUT's sharing if not).
   Status Publish();
+  // Publish, then classes.txt, dspack.crc and dspack.json (CommitLayoutMeta), then a staged
+  // replace swapped in (PublishOutput): the end of Finish and of CommitParts.
+  Status CommitDataset(LayoutSummary* summary);
   LayoutSummary Summary() const;
 
   std::shared_ptr<Storage> storage_;  // where OUT lives (Attach)
   std::string out_;                   // OUT's path inside storage_
   ShardingOptions options_;
   bool created_dir_;
-  std::unique_ptr<StorageLock>
-      out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
+  OutDirState out_dir_;  // OUT's lock and a staged replace (formats/out_dir.h): CommitDataset
   std::string ext_;
   LayoutMeta meta_;
   std::vector<std::string> classes_;
@@ -173,11 +176,10 @@ Result<std::unique_ptr<LayoutWriter>> CreateShardedWriter(const std::string& out
   if (o.join_job) {  // OUT is the job's root's to prepare and lock
     DS_RETURN_IF_ERROR(CheckJoinedDir(*ref.storage, ref.path));
   } else {
-    DS_ASSIGN_OR_RETURN(dir,
-                        PrepareInteropDir(*ref.storage, ref.path, FormatOf(options), o.existing));
+    DS_ASSIGN_OR_RETURN(dir, PrepareInteropDir(*ref.storage, ref.path, FormatOf(options), o));
   }
-  std::unique_ptr<W> w(new W(ref.path, o, dir.created));
-  w->Attach(std::move(ref.storage), std::move(dir.lock));
+  std::unique_ptr<W> w(new W(o.join_job ? ref.path : dir.dir, o, dir.created));
+  w->Attach(std::move(ref.storage), std::move(dir));
   return std::unique_ptr<LayoutWriter>(std::move(w));
 }
 

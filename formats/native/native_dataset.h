@@ -41,6 +41,7 @@
 #include "formats/native/manifest.h"
 #include "formats/native/native_format.h"
 #include "formats/native/native_shard.h"
+#include "formats/out_dir.h"
 #include "formats/sample.h"
 
 namespace ds::native {
@@ -129,8 +130,7 @@ class DatasetWriter : public LayoutWriter, public ResumableWriter, public Partit
   NativeOptions options_;
   bool created_dir_;
   bool resuming_;
-  std::unique_ptr<StorageLock>
-      out_lock_;  // OUT's lock (formats/out_dir.h), released at commit or Abandon
+  OutDirState out_dir_;  // OUT's lock, and a staged replace (formats/out_dir.h): PublishOutput
   std::unique_ptr<ShardWriter> shard_;
   uint64_t shard_no_ = 0, shard_first_ = 0;  // the open shard's number and first sample
   std::string journal_;                      // this writer's journal: OUT/.dspack-journal[.<part>]

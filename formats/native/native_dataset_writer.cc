@@ -53,12 +53,14 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
     return w;
   }
   const OutDirSpec spec{"native", kManifestName, IsDatasetFile, /*can_resume=*/true};
-  DS_ASSIGN_OR_RETURN(OutDirState dir, PrepareOutputDir(storage, ref.path, spec, options.existing));
+  DS_ASSIGN_OR_RETURN(OutDirState dir, PrepareOutputDir(storage, ref.path, spec, options.existing,
+                                                        options.replace_in_place));
   bool created = dir.created, has_manifest = dir.had_commit_point;
   const bool resuming = options.existing == ExistingOutput::kResume;
   const std::string path = ref.path;
+  ref.path = dir.dir;  // OUT, or the sibling a replace is staged in
   std::unique_ptr<DatasetWriter> w(new DatasetWriter(std::move(ref), options, created));
-  w->out_lock_ = std::move(dir.lock);
+  w->out_dir_ = std::move(dir);
   w->manifest_.created_by = std::string("dspack ") + DSPACK_VERSION;
   w->manifest_.options = options.creation_options;
   w->manifest_.align = options.align;
@@ -303,7 +305,6 @@ Status DatasetWriter::Commit(DatasetSummary* summary) {
   manifest_.skipped = skipped_;
   created_.push_back(out_ + "/" + kManifestName);
   DS_RETURN_IF_ERROR(Fail(WriteAll(*storage_, out_ + "/" + kManifestName, manifest_.ToJson())));
-  done_ = true;
   // The dataset is committed; the run record and every journal are no longer needed.
   if (auto names = ListDir(*storage_, out_); names.ok()) {
     for (const auto& n : *names) {
@@ -311,7 +312,10 @@ Status DatasetWriter::Commit(DatasetSummary* summary) {
     }
   }
   (void)storage_->Remove(out_ + "/" + kRunName);
-  out_lock_.reset();  // committed: readers may open it now
+  // A staged replace is swapped in now; then readers may open OUT.
+  DS_RETURN_IF_ERROR(Fail(PublishOutput(*storage_, &out_dir_)));
+  out_ = out_dir_.dir;
+  done_ = true;
   if (summary) {
     summary->samples = index_.size();
     summary->shards = manifest_.shards.size();

@@ -73,3 +73,102 @@ TEST_CASE("convert: ENOSPC at any write leaves nothing under a final name", "[pa
     }
   }
 }
+
+namespace {
+
+// Every sample of the dataset in dir, in order, as "key:field=bytes;..." lines ("" when no
+// dataset opens there), read through the local backend as any later reader would.
+std::string Contents(const std::string& dir) {
+  auto reader = OpenLayout(dir);
+  if (!reader.ok()) return "";
+  std::string text;
+  for (uint64_t i = 0; i < (*reader)->size(); i++) {
+    auto s = (*reader)->Get(i);
+    if (!s.ok()) return "unreadable: " + s.status().message();
+    text += s->key + ":";
+    for (const auto& f : s->fields) text += f.name + "=" + f.data + ";";
+    text += "\n";
+  }
+  return text;
+}
+
+}  // namespace
+
+TEST_CASE("convert --force: a crash before the commit keeps the previous dataset", "[pack]") {
+  test::TempDir dir;
+  std::string old_src = Synth(dir, 150);
+  SynthOptions so{"tiny-files", dir / "src-new", 220, 11, 2};
+  SynthReport sr;
+  REQUIRE(Synthesize(so, &sr).ok());
+  const std::string new_src = so.dir;
+  for (Format f : {Format::kNative, Format::kWds, Format::kTfrecord}) {
+    CAPTURE(FormatName(f));
+    const std::string out = dir / ("out-" + std::string(FormatName(f)));
+    const std::string stage = out + std::string(".dspack-replace");
+    auto convert = [&](const std::string& src, std::shared_ptr<Storage> storage) {
+      ConvertOptions o = Opts(src, out, f, std::move(storage));
+      o.existing = ExistingOutput::kReplace;
+      ConvertReport report;
+      return Convert(o, &report);
+    };
+    REQUIRE(convert(old_src, nullptr).ok());
+    const std::string old_data = Contents(out);
+    REQUIRE(!old_data.empty());
+    // A clean replace through the decorator counts each kind of operation it makes.
+    auto clean = std::make_shared<FaultStorage>(LocalStorage());
+    REQUIRE(convert(new_src, clean).ok());
+    const std::string new_data = Contents(out);
+    REQUIRE(!new_data.empty());
+    REQUIRE(new_data != old_data);
+    CHECK(!fs::exists(stage));  // the previous dataset went with the sibling
+    for (StorageOp op : {StorageOp::kCreate, StorageOp::kWrite, StorageOp::kSync,
+                         StorageOp::kCommit, StorageOp::kRename, StorageOp::kRemove}) {
+      const uint64_t n = clean->count(op);
+      REQUIRE(n > 0);
+      // Every operation of the kind where there are few; else the first, the last and between.
+      std::vector<uint64_t> at;
+      for (uint64_t k = 1; k <= n; k += n <= 24 ? 1 : n / 8) at.push_back(k);
+      if (at.back() != n) at.push_back(n);
+      for (uint64_t nth : at) {
+        CAPTURE(StorageOpName(op), nth, n);
+        REQUIRE(convert(old_src, nullptr).ok());  // OUT holds the previous dataset again
+        REQUIRE(Contents(out) == old_data);
+        auto crash = std::make_shared<FaultStorage>(LocalStorage());
+        crash->CrashAt(op, nth);
+        Status st = convert(new_src, crash);
+        CHECK(crash->crashed());
+        const std::string now = Contents(out);
+        // The swap is the last rename: a crash at any earlier operation keeps the old dataset.
+        bool before_swap = op == StorageOp::kCreate || op == StorageOp::kWrite ||
+                           op == StorageOp::kCommit || (op == StorageOp::kRename && nth == n);
+        if (before_swap) {
+          CHECK(!st.ok());
+          CHECK(now == old_data);
+        } else {
+          CHECK((now == old_data || now == new_data));
+        }
+      }
+    }
+    // A replace after a crash empties the crashed one's sibling and publishes whole.
+    REQUIRE(convert(new_src, nullptr).ok());
+    CHECK(Contents(out) == new_data);
+    CHECK(!fs::exists(stage));
+  }
+}
+
+TEST_CASE("convert --force: a sibling holding foreign files is refused, named", "[pack]") {
+  test::TempDir dir;
+  std::string src = Synth(dir, 40);
+  const std::string out = dir / "out";
+  ConvertOptions o = Opts(src, out, Format::kNative, nullptr);
+  ConvertReport report;
+  REQUIRE(Convert(o, &report).ok());
+  fs::create_directory(out + ".dspack-replace");
+  test::WriteFile(out + ".dspack-replace/notes.txt", "mine");
+  o.existing = ExistingOutput::kReplace;
+  Status st = Convert(o, &report);
+  REQUIRE(st.code() == Code::kAlreadyExists);
+  CHECK(st.message().find(out + ".dspack-replace: holds 'notes.txt'") != std::string::npos);
+  CHECK(fs::exists(out + ".dspack-replace/notes.txt"));
+  CHECK(!Contents(out).empty());  // the dataset in OUT is untouched
+}
