@@ -4,24 +4,34 @@
 
 #include <algorithm>
 
+#include "bench/common/rank_wire.h"
 #include "src/human.h"
 
 namespace ds::bench {
 
+template <>
+struct Wire<DirStats> {
+  static constexpr auto fields =
+      std::make_tuple(WireField{"bytes", &DirStats::io_bytes}, WireField{"ios", &DirStats::ios},
+                      WireField{"clat", &DirStats::clat});
+};
+template <>
+struct Wire<JobResult> {
+  static constexpr auto fields = std::make_tuple(
+      WireField{"name", &JobResult::name}, WireField{"jobs", &JobResult::jobs},
+      WireField{"runtime_ms", &JobResult::runtime_ms}, WireField{"start_ns", &JobResult::start_ns},
+      WireField{"end_ns", &JobResult::end_ns}, WireField{"usr", &JobResult::usr_cpu},
+      WireField{"sys", &JobResult::sys_cpu}, WireField{"read", &JobResult::read},
+      WireField{"write", &JobResult::write}, WireField{"trim", &JobResult::trim});
+};
+template <>
+struct Wire<RankIo> {
+  static constexpr auto fields =
+      std::make_tuple(WireField{"rank", &RankIo::rank}, WireField{"host", &RankIo::host},
+                      WireField{"result", &RankIo::result});
+};
+
 namespace {
-
-nlohmann::json DirWire(const DirStats& d) {
-  nlohmann::json j = HistogramWire(d.clat);
-  j["bytes"] = d.io_bytes;
-  j["ios"] = d.ios;
-  return j;
-}
-
-Status DirFromWire(const nlohmann::json& j, DirStats* d) {
-  d->io_bytes = j.at("bytes").get<uint64_t>();
-  d->ios = j.at("ios").get<uint64_t>();
-  return HistogramFromWire(j, &d->clat);
-}
 
 double Bandwidth(const JobResult& r) {
   double secs = r.runtime_ms / 1e3;
@@ -40,45 +50,9 @@ std::string WithRank(std::string path, int rank) {
   return path;
 }
 
-std::string EncodeRankIo(const RankIo& r) {
-  const JobResult& j = r.result;
-  nlohmann::json w = {{"rank", r.rank},
-                      {"host", r.host},
-                      {"name", j.name},
-                      {"jobs", j.jobs},
-                      {"runtime_ms", j.runtime_ms},
-                      {"start_ns", j.start_ns},
-                      {"end_ns", j.end_ns},
-                      {"usr", j.usr_cpu},
-                      {"sys", j.sys_cpu},
-                      {"read", DirWire(j.read)},
-                      {"write", DirWire(j.write)},
-                      {"trim", DirWire(j.trim)}};
-  return w.dump();
-}
+std::string EncodeRankIo(const RankIo& r) { return EncodeWire(r); }
 
-Result<RankIo> DecodeRankIo(std::string_view text) {
-  try {
-    auto w = nlohmann::json::parse(text);
-    RankIo r;
-    r.rank = w.at("rank").get<int>();
-    r.host = w.at("host").get<std::string>();
-    JobResult& j = r.result;
-    j.name = w.at("name").get<std::string>();
-    j.jobs = w.at("jobs").get<unsigned>();
-    j.runtime_ms = w.at("runtime_ms").get<double>();
-    j.start_ns = w.at("start_ns").get<int64_t>();
-    j.end_ns = w.at("end_ns").get<int64_t>();
-    j.usr_cpu = w.at("usr").get<double>();
-    j.sys_cpu = w.at("sys").get<double>();
-    DS_RETURN_IF_ERROR(DirFromWire(w.at("read"), &j.read));
-    DS_RETURN_IF_ERROR(DirFromWire(w.at("write"), &j.write));
-    DS_RETURN_IF_ERROR(DirFromWire(w.at("trim"), &j.trim));
-    return r;
-  } catch (const nlohmann::json::exception& e) {
-    return Status(Code::kCorruption, std::string("a rank's results: ") + e.what());
-  }
-}
+Result<RankIo> DecodeRankIo(std::string_view text) { return DecodeWire<RankIo>(text, "io"); }
 
 ClusterIo AggregateRanks(std::vector<RankIo> ranks, bool stonewalled) {
   ClusterIo c;

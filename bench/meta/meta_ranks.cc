@@ -3,10 +3,26 @@
 #include <fmt/format.h>
 
 #include "bench/common/latency_report.h"
-#include "bench/common/latency_report.h"
+#include "bench/common/rank_wire.h"
 #include "src/human.h"
 
 namespace ds::bench {
+
+// Disk statistics are not sent (one disk per node, not per rank).
+template <>
+struct Wire<MetaPhaseResult> {
+  static constexpr auto fields = std::make_tuple(
+      WireField{"phase", &MetaPhaseResult::phase}, WireField{"ops", &MetaPhaseResult::ops},
+      WireField{"seconds", &MetaPhaseResult::seconds},
+      WireField{"interrupted", &MetaPhaseResult::interrupted},
+      WireField{"lat", &MetaPhaseResult::lat});
+};
+template <>
+struct Wire<RankMeta> {
+  static constexpr auto fields =
+      std::make_tuple(WireField{"rank", &RankMeta::rank}, WireField{"host", &RankMeta::host},
+                      WireField{"phases", &RankMeta::phases});
+};
 
 namespace {
 
@@ -16,41 +32,16 @@ double Rate(uint64_t ops, double seconds) {
 
 }  // namespace
 
-std::string EncodeRankMeta(const RankMeta& r) {
-  nlohmann::json phases = nlohmann::json::array();
-  for (const auto& p : r.phases) {
-    phases.push_back({{"phase", static_cast<int>(p.phase)},
-                      {"ops", p.ops},
-                      {"seconds", p.seconds},
-                      {"interrupted", p.interrupted},
-                      {"lat", HistogramWire(p.lat)}});
-  }
-  return nlohmann::json{{"rank", r.rank}, {"host", r.host}, {"phases", phases}}.dump();
-}
+std::string EncodeRankMeta(const RankMeta& r) { return EncodeWire(r); }
 
 Result<RankMeta> DecodeRankMeta(std::string_view text) {
-  try {
-    auto j = nlohmann::json::parse(text);
-    RankMeta r;
-    r.rank = j.at("rank").get<int>();
-    r.host = j.at("host").get<std::string>();
-    for (const auto& w : j.at("phases")) {
-      MetaPhaseResult p;
-      int phase = w.at("phase").get<int>();
-      if (phase < 0 || phase >= kMetaPhaseCount) {
-        return Status(Code::kCorruption, "a rank's meta results: phase out of range");
-      }
-      p.phase = static_cast<MetaPhase>(phase);
-      p.ops = w.at("ops").get<uint64_t>();
-      p.seconds = w.at("seconds").get<double>();
-      p.interrupted = w.at("interrupted").get<bool>();
-      DS_RETURN_IF_ERROR(HistogramFromWire(w.at("lat"), &p.lat));
-      r.phases.push_back(std::move(p));
+  DS_ASSIGN_OR_RETURN(RankMeta r, DecodeWire<RankMeta>(text, "meta"));
+  for (const auto& p : r.phases) {
+    if (static_cast<int>(p.phase) < 0 || static_cast<int>(p.phase) >= kMetaPhaseCount) {
+      return Status(Code::kCorruption, "a rank's meta results: phase out of range");
     }
-    return r;
-  } catch (const nlohmann::json::exception& e) {
-    return Status(Code::kCorruption, std::string("a rank's meta results: ") + e.what());
   }
+  return r;
 }
 
 std::vector<ClusterMetaPhase> AggregateMeta(const std::vector<RankMeta>& ranks) {

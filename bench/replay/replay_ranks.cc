@@ -5,9 +5,31 @@
 #include <algorithm>
 
 #include "bench/common/latency_report.h"
+#include "bench/common/rank_wire.h"
 #include "src/human.h"
 
 namespace ds::bench {
+
+template <>
+struct Wire<RankEpoch> {
+  static constexpr auto fields = std::make_tuple(
+      WireField{"epoch", &RankEpoch::epoch}, WireField{"samples", &RankEpoch::samples},
+      WireField{"bytes", &RankEpoch::bytes}, WireField{"errors", &RankEpoch::errors},
+      WireField{"seconds", &RankEpoch::seconds}, WireField{"au", &RankEpoch::au},
+      WireField{"residency", &RankEpoch::residency_before}, WireField{"feeds", &RankEpoch::feeds},
+      WireField{"opens", &RankEpoch::opens},
+      WireField{"first_batch", &RankEpoch::first_batch_seconds},
+      WireField{"capacity", &RankEpoch::capacity_samples_per_sec},
+      WireField{"cpu", &RankEpoch::cpu_seconds}, WireField{"sample_lat", &RankEpoch::sample_lat},
+      WireField{"wait_lat", &RankEpoch::wait_lat});
+};
+template <>
+struct Wire<RankReplay> {
+  static constexpr auto fields =
+      std::make_tuple(WireField{"rank", &RankReplay::rank}, WireField{"host", &RankReplay::host},
+                      WireField{"required", &RankReplay::required_samples_per_sec},
+                      WireField{"epochs", &RankReplay::epochs});
+};
 
 namespace {
 
@@ -50,60 +72,10 @@ RankReplay RankReplayOf(int rank, const std::string& host, const ReplayResult& r
   return rr;
 }
 
-std::string EncodeRankReplay(const RankReplay& r) {
-  nlohmann::json epochs = nlohmann::json::array();
-  for (const auto& e : r.epochs) {
-    epochs.push_back({{"epoch", e.epoch},
-                      {"samples", e.samples},
-                      {"bytes", e.bytes},
-                      {"errors", e.errors},
-                      {"seconds", e.seconds},
-                      {"au", e.au},
-                      {"residency", e.residency_before},
-                      {"feeds", e.feeds},
-                      {"opens", e.opens},
-                      {"first_batch", e.first_batch_seconds},
-                      {"capacity", e.capacity_samples_per_sec},
-                      {"cpu", e.cpu_seconds},
-                      {"sample_lat", HistogramWire(e.sample_lat)},
-                      {"wait_lat", HistogramWire(e.wait_lat)}});
-  }
-  return nlohmann::json{{"rank", r.rank},
-                        {"host", r.host},
-                        {"required", r.required_samples_per_sec},
-                        {"epochs", epochs}}
-      .dump();
-}
+std::string EncodeRankReplay(const RankReplay& r) { return EncodeWire(r); }
 
 Result<RankReplay> DecodeRankReplay(std::string_view text) {
-  try {
-    auto j = nlohmann::json::parse(text);
-    RankReplay r;
-    r.rank = j.at("rank").get<int>();
-    r.host = j.at("host").get<std::string>();
-    r.required_samples_per_sec = j.at("required").get<double>();
-    for (const auto& w : j.at("epochs")) {
-      RankEpoch e;
-      e.epoch = w.at("epoch").get<int>();
-      e.samples = w.at("samples").get<uint64_t>();
-      e.bytes = w.at("bytes").get<uint64_t>();
-      e.errors = w.at("errors").get<uint64_t>();
-      e.seconds = w.at("seconds").get<double>();
-      e.au = w.at("au").get<double>();
-      e.residency_before = w.at("residency").get<double>();
-      e.feeds = w.at("feeds").get<bool>();
-      e.opens = w.at("opens").get<uint64_t>();
-      e.first_batch_seconds = w.at("first_batch").get<double>();
-      e.capacity_samples_per_sec = w.at("capacity").get<double>();
-      e.cpu_seconds = w.at("cpu").get<double>();
-      DS_RETURN_IF_ERROR(HistogramFromWire(w.at("sample_lat"), &e.sample_lat));
-      DS_RETURN_IF_ERROR(HistogramFromWire(w.at("wait_lat"), &e.wait_lat));
-      r.epochs.push_back(std::move(e));
-    }
-    return r;
-  } catch (const nlohmann::json::exception& e) {
-    return Status(Code::kCorruption, std::string("a rank's replay results: ") + e.what());
-  }
+  return DecodeWire<RankReplay>(text, "replay");
 }
 
 bool ClusterReplay::starves() const {
