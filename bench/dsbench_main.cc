@@ -10,14 +10,6 @@
 #include "src/cli_args.h"
 #include "src/stop.h"
 
-namespace {
-
-constexpr std::string_view kTool = "dsbench";
-
-int Fail(const ds::Status& s) { return ds::bench::DsbenchFail(s); }
-
-}  // namespace
-
 static int Run(int argc, char** argv) try {
   CLI::App app{"dsbench: can this storage feed ML training? fio-compatible IO jobs and a verdict"};
   app.set_version_flag("--version", std::string("dsbench ") + DSPACK_VERSION);
@@ -31,7 +23,7 @@ static int Run(int argc, char** argv) try {
   ds::bench::TrainingCommands training(app);  // replay, compare, slowfs
 
   ds::bench::SetDsbenchFlags(&app);
-  if (int rc = ds::ParseArgs(kTool, app, argc, argv); rc >= 0) return rc;
+  if (int rc = ds::ParseArgs(ds::bench::kDsbench, app, argc, argv); rc >= 0) return rc;
   ds::InstallStopHandlers();
 
   std::string command;  // as typed, for the report (arguments with spaces quoted)
@@ -43,9 +35,10 @@ static int Run(int argc, char** argv) try {
   if (int rc = training.Run(command); rc >= 0) return rc;
 
   if (int rc = fio.Run(&argc, &argv); rc >= 0) return rc;
-  return Fail(ds::Status(ds::Code::kInternal, "no subcommand ran (a bug in dsbench)"));
+  return ds::bench::DsbenchFail(
+      ds::Status(ds::Code::kInternal, "no subcommand ran (a bug in dsbench)"));
 } catch (...) {
-  return ds::ExceptionExit(kTool);
+  return ds::ExceptionExit(ds::bench::kDsbench);
 }
 
-int main(int argc, char** argv) { return ds::FinishStdout(kTool, Run(argc, argv)); }
+int main(int argc, char** argv) { return ds::FinishStdout(ds::bench::kDsbench, Run(argc, argv)); }

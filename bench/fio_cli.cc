@@ -15,19 +15,7 @@
 
 namespace ds::bench {
 
-namespace {
-
-constexpr std::string_view kTool = "dsbench";
-
-int Fail(const Status& s) { return DsbenchFail(s); }
-
-// A flag that only means something for the ranks of an MPI job, given to a plain run.
-Status NeedsMpi(std::string_view flag) {
-  return Status(Code::kInvalidArgument,
-                std::string(flag) + " is for a run under mpirun or srun (docs/mpi.md)");
-}
-
-}  // namespace
+namespace {}  // namespace
 
 struct FioCommands::Flags {
   IoJobOptions o;
@@ -137,33 +125,34 @@ int FioCommands::Run(int* argc, char*** argv) {
   Flags& f = *f_;
   if (f.meta->parsed()) {
     if (f.mformat != "normal" && f.mformat != "json") {
-      return Fail(Status(Code::kInvalidArgument, "--output-format: normal or json"));
+      return DsbenchFail(Status(Code::kInvalidArgument, "--output-format: normal or json"));
     }
     auto files = ParseCount(f.mfiles, "--files");
     auto per_dir = ParseCount(f.mfiles_per_dir, "--files-per-dir");
-    if (!files.ok()) return Fail(files.status());
-    if (!per_dir.ok()) return Fail(per_dir.status());
+    if (!files.ok()) return DsbenchFail(files.status());
+    if (!per_dir.ok()) return DsbenchFail(per_dir.status());
     f.mo.files = *files;
     f.mo.files_per_dir = *per_dir;
-    if (auto s = SizeFlag(f.mfile_size, "--file-size", &f.mo.file_size); !s.ok()) return Fail(s);
+    if (auto s = SizeFlag(f.mfile_size, "--file-size", &f.mo.file_size); !s.ok())
+      return DsbenchFail(s);
     if (f.mphases != "all") {
       auto phases = ParsePhases(f.mphases);
-      if (!phases.ok()) return Fail(phases.status());
+      if (!phases.ok()) return DsbenchFail(phases.status());
       f.mo.phases = *phases;
     }
     bool json = f.mformat == "json";
     auto world = mpi::World::Start(argc, argv);
-    if (!world.ok()) return Fail(world.status());
+    if (!world.ok()) return DsbenchFail(world.status());
     if ((*world)->mpi()) {
-      (*world)->set_tool(std::string(kTool));
+      (*world)->set_tool(std::string(kDsbench));
       (*world)->set_timeout(f.mpi_timeout);
       (*world)->set_json_errors(json);
       SystemProbe probe = ProbeSystem(WithRank(f.mo.path, (*world)->rank()));
       f.mo.disk_device = probe.block_device;
       return RunMetaRanks(**world, f.mo, f.shared_dir, json, probe);
     }
-    if (f.shared_dir) return Fail(NeedsMpi("--shared-dir"));
-    if (auto s = CheckMetaPlan(f.mo); !s.ok()) return Fail(s);
+    if (f.shared_dir) return DsbenchFail(NeedsMpi("--shared-dir"));
+    if (auto s = CheckMetaPlan(f.mo); !s.ok()) return DsbenchFail(s);
     SystemProbe probe = ProbeSystem(f.mo.path);
     f.mo.disk_device = probe.block_device;
     if (!json) {
@@ -172,7 +161,7 @@ int FioCommands::Run(int* argc, char*** argv) {
       std::fflush(stdout);
     }
     auto r = RunMeta(f.mo);
-    if (!r.ok()) return Fail(r.status());
+    if (!r.ok()) return DsbenchFail(r.status());
     if (json) {
       nlohmann::json j = {
           {"dsbench", {{"probe", probe.ToJson()}, {"interrupted", StopRequested()}}},
@@ -193,7 +182,7 @@ int FioCommands::Run(int* argc, char*** argv) {
 
   if (f.io->parsed()) {
     auto spec = ParseFioArgs(f.io->remaining(), f.o);
-    if (!spec.ok()) return Fail(spec.status());
+    if (!spec.ok()) return DsbenchFail(spec.status());
     for (const auto& n : spec->notes) std::fprintf(stderr, "dsbench: note: %s\n", n.c_str());
     return RunIoCommand(*spec, f.mpi_io, f.mpi_timeout, argc, argv);
   }
@@ -206,19 +195,19 @@ int FioCommands::Run(int* argc, char*** argv) {
   so.direct = f.sdirect;
   so.quick = f.quick;
   so.keep = f.skeep;
-  if (auto s = SizeFlag(f.min_bw, "--min-bw", &so.min_bw); !s.ok()) return Fail(s);
+  if (auto s = SizeFlag(f.min_bw, "--min-bw", &so.min_bw); !s.ok()) return DsbenchFail(s);
   if (!f.ssize.empty()) {
-    if (auto s = SizeFlag(f.ssize, "--size", &so.size); !s.ok()) return Fail(s);
+    if (auto s = SizeFlag(f.ssize, "--size", &so.size); !s.ok()) return DsbenchFail(s);
   }
-  if (auto s = DurationFlag(f.sruntime, "--runtime", &so.runtime); !s.ok()) return Fail(s);
+  if (auto s = DurationFlag(f.sruntime, "--runtime", &so.runtime); !s.ok()) return DsbenchFail(s);
   uint64_t min_agg = 0;
   if (auto s = SizeFlag(f.min_aggregate_bw, "--min-aggregate-bw", &min_agg); !s.ok()) {
-    return Fail(s);
+    return DsbenchFail(s);
   }
   auto world = mpi::World::Start(argc, argv);
-  if (!world.ok()) return Fail(world.status());
+  if (!world.ok()) return DsbenchFail(world.status());
   if ((*world)->mpi()) {
-    (*world)->set_tool(std::string(kTool));
+    (*world)->set_tool(std::string(kDsbench));
     (*world)->set_timeout(f.mpi_timeout + so.runtime);
     (*world)->set_json_errors(f.sjson);
     SystemProbe probe = ProbeSystem(WithRank(f.spath, (*world)->rank()));
@@ -226,14 +215,14 @@ int FioCommands::Run(int* argc, char*** argv) {
     return RunStorageRanks(**world, so, min_agg, f.sjson, probe);
   }
   if (min_agg > 0) {
-    return Fail(NeedsMpi("--min-aggregate-bw"));
+    return DsbenchFail(NeedsMpi("--min-aggregate-bw"));
   }
   SystemProbe probe = ProbeSystem(f.spath);
   so.disk_device = probe.block_device;
   if (!f.sjson) std::fputs(probe.ToText().c_str(), stdout);
   auto r = RunStorage(
       so, [](const std::string& w) { std::fprintf(stderr, "dsbench: warning: %s\n", w.c_str()); });
-  if (!r.ok()) return Fail(r.status());
+  if (!r.ok()) return DsbenchFail(r.status());
   if (f.sjson) {
     nlohmann::json j = StorageJson(so, *r);
     j["probe"] = probe.ToJson();

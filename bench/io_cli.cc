@@ -5,18 +5,16 @@
 
 #include <cstdio>
 
-#include "bench/io/io_live.h"
 #include "bench/common/latency_report.h"
-#include "src/stop.h"
+#include "bench/io/io_live.h"
 #include "src/cli_args.h"
 #include "src/fd.h"
+#include "src/stop.h"
 #include "src/system_probe.h"
 
 namespace ds::bench {
 
 namespace {
-
-constexpr std::string_view kTool = "dsbench";
 
 const CLI::App* g_app = nullptr;
 
@@ -25,13 +23,6 @@ std::optional<std::string> DsbenchFlag(std::string_view field) {
   if (IsFioOption(name)) return "--" + std::string(field);
   if (g_app == nullptr) return std::nullopt;
   return AppFlagResolver(*g_app)(field);
-}
-
-int Fail(const Status& s) { return DsbenchFail(s); }
-
-Status NeedsMpi(std::string_view flag) {
-  return Status(Code::kInvalidArgument,
-                std::string(flag) + " is for a run under mpirun or srun (docs/mpi.md)");
 }
 
 bool Has(const FioSpec& spec, std::string_view format) {
@@ -49,21 +40,26 @@ std::string RenderDsbenchFlags(std::string_view text) {
   return RenderOptionNames(text, FlagResolver(DsbenchFlag));
 }
 
-int DsbenchFail(const Status& s) { return ds::Fail(kTool, s, FlagResolver(DsbenchFlag)); }
+Status NeedsMpi(std::string_view flag) {
+  return Status(Code::kInvalidArgument,
+                std::string(flag) + " is for a run under mpirun or srun (docs/mpi.md)");
+}
+
+int DsbenchFail(const Status& s) { return ds::Fail(kDsbench, s, FlagResolver(DsbenchFlag)); }
 
 int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int* argc,
                  char*** argv) {
   std::vector<IoJobOptions> jobs = spec.jobs;
   const bool json = Has(spec, "json") || Has(spec, "json+");
   auto world = mpi::World::Start(argc, argv);
-  if (!world.ok()) return Fail(world.status());
+  if (!world.ok()) return DsbenchFail(world.status());
   if ((*world)->mpi()) {
-    (*world)->set_tool(std::string(kTool));
+    (*world)->set_tool(std::string(kDsbench));
     (*world)->set_timeout(mpi_timeout);
     mpi_io.json = json;
     (*world)->set_json_errors(json);
     if (jobs.size() != 1 || !spec.out.file.empty()) {
-      return (*world)->Fail(kTool,
+      return (*world)->Fail(kDsbench,
                             "under mpirun, dsbench io runs one job (no job file with several "
                             "sections, no --output); each rank is one client",
                             ExitCode(Status(Code::kInvalidArgument, "")));
@@ -73,9 +69,9 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
     o.disk_device = probe.block_device;
     return RunIoRanks(**world, o, mpi_io, probe);
   }
-  if (mpi_io.shared_file) return Fail(NeedsMpi("--shared-file"));
-  if (mpi_io.stonewall) return Fail(NeedsMpi("--mpi-stonewall"));
-  if (mpi_io.repetitions > 1) return Fail(NeedsMpi("--repetitions"));
+  if (mpi_io.shared_file) return DsbenchFail(NeedsMpi("--shared-file"));
+  if (mpi_io.stonewall) return DsbenchFail(NeedsMpi("--mpi-stonewall"));
+  if (mpi_io.repetitions > 1) return DsbenchFail(NeedsMpi("--repetitions"));
   // A --filename that the run will create: probe the directory it goes in.
   std::string where = jobs[0].path;
   if (::access(where.c_str(), F_OK) != 0) {
@@ -86,9 +82,10 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
   for (auto& o : jobs) o.disk_device = probe.block_device;
   if (spec.out.status_interval > 0 && spec.out.file.empty() &&
       (spec.out.formats.size() != 1 || spec.out.formats[0] != "normal")) {
-    return Fail(Status(Code::kInvalidArgument,
-                       "--status-interval prints text reports on stdout, which would break the "
-                       "--output-format report there; use --output FILE for it"));
+    return DsbenchFail(
+        Status(Code::kInvalidArgument,
+               "--status-interval prints text reports on stdout, which would break the "
+               "--output-format report there; use --output FILE for it"));
   }
   LiveReport live(spec.out, jobs, ::isatty(STDERR_FILENO) == 1);
   IoHooks hooks;
@@ -99,9 +96,10 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
   }
   auto r = RunIoJobs(jobs, hooks);
   if (!r.ok() && r.status().code() == Code::kUnsupported) {  // asked for explicitly
-    return Fail(Status(r.status().code(), r.status().message() + "; rerun with --ioengine psync"));
+    return DsbenchFail(
+        Status(r.status().code(), r.status().message() + "; rerun with --ioengine psync"));
   }
-  if (!r.ok()) return Fail(r.status());
+  if (!r.ok()) return DsbenchFail(r.status());
   std::string report;
   for (const auto& f : spec.out.formats) {
     if (f == "normal") {
@@ -121,7 +119,7 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
     return 0;
   }
   // Written whole under a temporary name and renamed: never a partial report under the name.
-  if (Status s = WriteFileAtomic(spec.out.file, report); !s.ok()) return Fail(s);
+  if (Status s = WriteFileAtomic(spec.out.file, report); !s.ok()) return DsbenchFail(s);
   return 0;
 }
 

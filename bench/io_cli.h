@@ -16,6 +16,8 @@ class App;
 
 namespace ds::bench {
 
+inline constexpr std::string_view kDsbench = "dsbench";  // the tool's name, in its messages
+
 // The library's option fields (src/status.h, RenderOptionNames) as dsbench's flags: fio's
 // options as fio spells them (`bs` -> --bs, `direct=1` -> --direct=1), then the subcommands'
 // own flags (`on_error` -> --on-error, `cache=cold` -> --cache cold). main hands its CLI11 app
@@ -25,6 +27,8 @@ void SetDsbenchFlags(const CLI::App* app);
 std::string RenderDsbenchFlags(std::string_view text);
 // ds::Fail (src/cli_args.h) as "dsbench: ...", with RenderDsbenchFlags.
 int DsbenchFail(const Status& s);
+// A flag that only means something for the ranks of an MPI job, given to a plain run.
+Status NeedsMpi(std::string_view flag);
 
 int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int* argc,
                  char*** argv);

@@ -10,20 +10,18 @@
 #include <filesystem>
 #include <system_error>
 
-#include "bench/io_cli.h"
 #include "bench/common/latency_report.h"
-#include "bench/meta/meta_ranks.h"
 #include "bench/io/ranks.h"
+#include "bench/io_cli.h"
+#include "bench/meta/meta_ranks.h"
 #include "bench/replay/replay_ranks.h"
-#include "src/stop.h"
 #include "src/human.h"
 #include "src/io_engine.h"
+#include "src/stop.h"
 
 namespace ds::bench {
 
 namespace {
-
-constexpr std::string_view kTool = "dsbench";
 
 int64_t SteadyNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(
@@ -216,7 +214,7 @@ int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate
 }
 
 int FailRank(mpi::World& world, const Status& s) {
-  return world.Fail(kTool, EscapeBytes(RenderDsbenchFlags(s.message())), ExitCode(s));
+  return world.Fail(kDsbench, EscapeBytes(RenderDsbenchFlags(s.message())), ExitCode(s));
 }
 
 // The epoch barrier of a replay under mpirun, where the ranks also agree to stop (Ctrl-C reaches

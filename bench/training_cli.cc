@@ -5,18 +5,18 @@
 #include <cstdio>
 #include <fstream>
 
-#include "bench/compare/compare.h"
-#include "bench/io_cli.h"
 #include "bench/common/latency_report.h"
+#include "bench/compare/compare.h"
+#include "bench/compare/report_html.h"
+#include "bench/io_cli.h"
 #include "bench/mpi_cli.h"
 #include "bench/replay/replay.h"
-#include "bench/compare/report_html.h"
-#include "slowfs/mount.h"
-#include "src/stop.h"
 #include "pack/packer.h"
+#include "slowfs/mount.h"
 #include "src/cli_args.h"
 #include "src/fd.h"
 #include "src/human.h"
+#include "src/stop.h"
 #include "src/system_probe.h"
 
 namespace ds::bench {
@@ -45,8 +45,6 @@ struct TrainingCommands::Flags {
 };
 
 namespace {
-
-int Fail(const Status& s) { return DsbenchFail(s); }
 
 // The flags replay and compare share: the job.
 void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
@@ -146,16 +144,16 @@ bool Starves(const ReplayResult& r) {
 }
 
 int RunReplayCommand(JobFlags* f) {
-  if (Status s = ResolveJob(f); !s.ok()) return Fail(s);
+  if (Status s = ResolveJob(f); !s.ok()) return DsbenchFail(s);
   auto workers = ParseWorkerList(f->workers);
-  if (!workers.ok()) return Fail(workers.status());
+  if (!workers.ok()) return DsbenchFail(workers.status());
   bool json = f->format == "json";
   auto world = mpi::World::Start(nullptr, nullptr);
-  if (!world.ok()) return Fail(world.status());
+  if (!world.ok()) return DsbenchFail(world.status());
   if ((*world)->mpi()) {  // one rank of a training job across nodes (docs/mpi.md)
     if (workers->size() != 1) {
-      return Fail(Status(Code::kInvalidArgument,
-                         "--workers: one value under mpirun (a sweep is for one node)"));
+      return DsbenchFail(Status(Code::kInvalidArgument,
+                                "--workers: one value under mpirun (a sweep is for one node)"));
     }
     ReplayOptions o = f->job;
     o.workers = workers->front();
@@ -185,7 +183,7 @@ int RunReplayCommand(JobFlags* f) {
       if (!json && first && !need.empty()) std::printf("%s\n", need.c_str());
       std::fflush(stdout);
     });
-    if (!s.ok()) return Fail(s);
+    if (!s.ok()) return DsbenchFail(s);
     starves |= Starves(rr);
     errors |= rr.error_count > 0;
     if (json) {
@@ -279,25 +277,25 @@ int TrainingCommands::Run(const std::string& command) {
   if (f->slowfs->parsed()) {
     SlowfsOptions s;
     if (Status st = DurationFlag(f->sl_meta, "--meta-latency", &s.meta_latency); !st.ok()) {
-      return Fail(st);
+      return DsbenchFail(st);
     }
     if (Status st = DurationFlag(f->sl_read, "--read-latency", &s.read_latency); !st.ok()) {
-      return Fail(st);
+      return DsbenchFail(st);
     }
     auto m = SlowfsMount::Mount(f->sl_src, f->sl_mnt, s);
-    if (!m.ok()) return Fail(m.status());
+    if (!m.ok()) return DsbenchFail(m.status());
     std::printf("slowfs: %s served read-only at %s with %s; Ctrl-C to unmount\n", f->sl_src.c_str(),
                 f->sl_mnt.c_str(), SlowfsText(s).c_str());
     std::fflush(stdout);
     Status st = m->WaitUntilStopped();
-    if (!st.ok()) return Fail(st);
+    if (!st.ok()) return DsbenchFail(st);
     std::printf("slowfs: unmounted %s\n", f->sl_mnt.c_str());
     return 0;
   }
   if (!f->compare->parsed()) return -1;
 
   CompareOptions& o = f->co;
-  if (Status s = ResolveJob(&f->cj, &o.mode); !s.ok()) return Fail(s);
+  if (Status s = ResolveJob(&f->cj, &o.mode); !s.ok()) return DsbenchFail(s);
   o.job = f->cj.job;
   o.slowfs = f->cj.job.slowfs;
   o.job.slowfs.reset();
@@ -307,26 +305,27 @@ int TrainingCommands::Run(const std::string& command) {
   o.caches.clear();
   for (const auto& c : SplitList(f->caches)) {
     auto cache = ParseCacheState(c);
-    if (!cache.ok()) return Fail(cache.status());
+    if (!cache.ok()) return DsbenchFail(cache.status());
     o.caches.push_back(*cache);
   }
   auto workers = ParseWorkerList(f->cj.workers);
-  if (!workers.ok()) return Fail(workers.status());
+  if (!workers.ok()) return DsbenchFail(workers.status());
   o.workers = *workers;
   if (!o.local && !o.slowfs) {
-    return Fail(Status(Code::kInvalidArgument, "--no-local needs --meta-latency"));
+    return DsbenchFail(Status(Code::kInvalidArgument, "--no-local needs --meta-latency"));
   }
   bool json = f->cj.format == "json";
   auto world = mpi::World::Start(nullptr, nullptr);
-  if (!world.ok()) return Fail(world.status());
+  if (!world.ok()) return DsbenchFail(world.status());
   // Under mpirun: every rank replays its part of each run, rank 0 builds and reports
   // (docs/mpi.md#a-compare-across-nodes).
   const bool mpi = (*world)->mpi(), rank0 = (*world)->rank() == 0;
   if (mpi) {
     if (o.job.loader == Loader::kTorch) {
-      return Fail(Status(Code::kInvalidArgument,
-                         "--loader torch under mpirun: the DataLoader twin runs on one node; "
-                         "compare with the model loader, or without mpirun"));
+      return DsbenchFail(
+          Status(Code::kInvalidArgument,
+                 "--loader torch under mpirun: the DataLoader twin runs on one node; "
+                 "compare with the model loader, or without mpirun"));
     }
     (*world)->set_tool("dsbench");
     (*world)->set_timeout(f->cj.mpi_timeout);
@@ -355,7 +354,7 @@ int TrainingCommands::Run(const std::string& command) {
     std::fprintf(json ? stderr : stdout, "%s\n", line.c_str());
     std::fflush(json ? stderr : stdout);
   });
-  if (!s.ok()) return mpi ? FailRank(**world, s) : Fail(s);
+  if (!s.ok()) return mpi ? FailRank(**world, s) : DsbenchFail(s);
   if (!rank0) return 0;
   nlohmann::json cj = CompareJson(o, r);
   // The context a design doc needs beside the figures: where and how they were measured.
@@ -365,8 +364,8 @@ int TrainingCommands::Run(const std::string& command) {
   std::string json_path = o.work_dir + "/compare.json";
   std::string html_path = f->html.empty() ? o.work_dir + "/report.html" : f->html;
   // Whole or not at all under the final names (path.tmp, fsync, rename).
-  if (Status w = WriteFileAtomic(json_path, DumpJson(j) + "\n"); !w.ok()) return Fail(w);
-  if (Status w = WriteFileAtomic(html_path, CompareHtml(cj)); !w.ok()) return Fail(w);
+  if (Status w = WriteFileAtomic(json_path, DumpJson(j) + "\n"); !w.ok()) return DsbenchFail(w);
+  if (Status w = WriteFileAtomic(html_path, CompareHtml(cj)); !w.ok()) return DsbenchFail(w);
   if (json) {
     std::printf("%s\n", DumpJson(j).c_str());
   } else {

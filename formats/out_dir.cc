@@ -11,17 +11,9 @@
 
 namespace ds {
 
-namespace {
-
-bool EndsWith(std::string_view s, std::string_view suf) {
-  return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
-}
-
-}  // namespace
-
 bool MatchesLayoutFile(std::string_view name, std::initializer_list<std::string_view> names,
                        std::initializer_list<std::string_view> shard_exts) {
-  if (EndsWith(name, ".tmp")) {
+  if (name.ends_with(".tmp")) {
     name.remove_suffix(4);
     // WriteFileAtomic's temp names (src/fd.h TempNameFor): NAME.XXXXXX.tmp.
     size_t n = kTempTagLen + 1;
@@ -29,13 +21,13 @@ bool MatchesLayoutFile(std::string_view name, std::initializer_list<std::string_
         std::all_of(name.end() - kTempTagLen, name.end(),
                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)); })) {
       name.remove_suffix(n);
-      if (EndsWith(name, ".tmp")) name.remove_suffix(4);  // a sidecar's temp, made atomically
+      if (name.ends_with(".tmp")) name.remove_suffix(4);  // a sidecar's temp, made atomically
     }
   }
   if (std::find(names.begin(), names.end(), name) != names.end()) return true;
   if (name.rfind("shard-", 0) != 0) return false;
   return std::any_of(shard_exts.begin(), shard_exts.end(),
-                     [&](std::string_view ext) { return EndsWith(name, ext); });
+                     [&](std::string_view ext) { return name.ends_with(ext); });
 }
 
 Result<StorageRef> OutputStorage(const std::string& out, const CommonWriterOptions& options) {

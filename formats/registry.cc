@@ -21,15 +21,11 @@ namespace ds {
 
 namespace {
 
-bool EndsWith(std::string_view s, std::string_view suf) {
-  return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
-}
-
 // The layout whose shard files this name has, if any.
 std::optional<Format> ShardExtFormat(std::string_view n) {
-  if (EndsWith(n, ".tfrecord") || EndsWith(n, ".tfrec")) return Format::kTfrecord;
-  if (EndsWith(n, ".rec")) return Format::kRecordio;
-  if (EndsWith(n, ".tar")) return Format::kWds;
+  if (n.ends_with(".tfrecord") || n.ends_with(".tfrec")) return Format::kTfrecord;
+  if (n.ends_with(".rec")) return Format::kRecordio;
+  if (n.ends_with(".tar")) return Format::kWds;
   return std::nullopt;
 }
 
@@ -45,7 +41,7 @@ std::optional<Format> DetectShardDir(Storage& storage, const std::string& dir) {
     if (auto f = ShardExtFormat(n)) {
       if (kind && *kind != *f) mixed = true;
       kind = f;
-    } else if (!EndsWith(n, ".idx") && !EndsWith(n, ".lst") && n != "classes.txt") {
+    } else if (!n.ends_with(".idx") && !n.ends_with(".lst") && n != "classes.txt") {
       mixed = true;
     }
   }
@@ -71,7 +67,7 @@ bool DetectNative(const PathFacts& p) {
 bool DetectLmdb(const PathFacts& p) {
   if (p.has_dspack_meta) return p.meta_format == Format::kLmdb;
   if (p.is_dir) return Exists(*p.storage, p.path + "/" + lmdb::kDataName);
-  return p.is_file && EndsWith(p.path, ".mdb");
+  return p.is_file && p.path.ends_with(".mdb");
 }
 
 // In detection order: a native manifest first; LMDB's data.mdb before a shard directory.
@@ -111,7 +107,7 @@ Status CheckNotDamagedDataset(const std::string& dir) {
   std::string found;
   while (dirent* e = ::readdir(d)) {
     std::string_view n = e->d_name;
-    if (n == native::kIndexName || (n.rfind("shard-", 0) == 0 && EndsWith(n, ".dsr"))) {
+    if (n == native::kIndexName || (n.rfind("shard-", 0) == 0 && n.ends_with(".dsr"))) {
       found = n;
       break;
     }
@@ -278,8 +274,8 @@ bool IsLayoutMetadataName(std::string_view name) {
   size_t slash = name.rfind('/');
   std::string_view n = slash == std::string_view::npos ? name : name.substr(slash + 1);
   return n == native::kManifestName || n == native::kIndexName || n == kLayoutMetaName ||
-         n == native::kClassesName || n == kSubsetViewName || EndsWith(n, ".idx") ||
-         EndsWith(n, ".lst");
+         n == native::kClassesName || n == kSubsetViewName || n.ends_with(".idx") ||
+         n.ends_with(".lst");
 }
 
 namespace {

@@ -14,11 +14,7 @@ namespace ds {
 
 using nlohmann::json;
 
-namespace {
-bool EndsWith(std::string_view s, std::string_view suf) {
-  return s.size() >= suf.size() && s.substr(s.size() - suf.size()) == suf;
-}
-}  // namespace
+namespace {}  // namespace
 
 Status ShardedReader::OpenShards(const std::string& path, std::string_view ext) {
   path_ = path;
@@ -44,7 +40,7 @@ Status ShardedReader::OpenShards(const std::string& path, std::string_view ext) 
     } else {
       DS_ASSIGN_OR_RETURN(std::vector<DirEntry> entries, fs.List(path));
       for (const auto& e : entries) {
-        if (e.name[0] != '.' && EndsWith(e.name, ext)) names.push_back(e.name);
+        if (e.name[0] != '.' && e.name.ends_with(ext)) names.push_back(e.name);
       }
       std::sort(names.begin(), names.end());
       if (names.empty()) {

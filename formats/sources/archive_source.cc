@@ -22,12 +22,13 @@
 
 namespace ds {
 
-namespace {
-
+// Outside the anonymous namespace: ArchiveSource::Reader, a member class, holds one.
 struct ArchiveCloser {
   void operator()(archive* a) const { archive_read_free(a); }
 };
 using ArchivePtr = std::unique_ptr<archive, ArchiveCloser>;
+
+namespace {
 
 const char* ArchiveMessage(archive* a) {
   const char* msg = archive_error_string(a);
