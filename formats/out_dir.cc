@@ -88,10 +88,15 @@ Status PrepareStage(Storage& storage, const OutDirSpec& spec, OutDirState* state
   if (!storage.caps().atomic_rename || base.empty() || base == "." || base == "..") {
     return unsupported();
   }
-  // A mount point cannot be swapped with a directory of the file system it is mounted on.
+  // A mount point cannot be swapped with a directory of the file system it is mounted on; a
+  // symlink would be swapped itself, not the directory it names.
+  auto link = storage.Stat(out, /*follow=*/false);
   auto here = storage.Stat(out, /*follow=*/true);
   auto parent = storage.Stat(ParentOf(out), /*follow=*/true);
-  if (!here.ok() || !parent.ok() || here->device != parent->device) return unsupported();
+  if (!link.ok() || link->type == FileType::kSymlink || !here.ok() || !parent.ok() ||
+      here->device != parent->device) {
+    return unsupported();
+  }
   const std::string stage = out + std::string(kStageSuffix);
   auto st = storage.Stat(stage);
   if (st.ok()) {
@@ -122,6 +127,7 @@ Status PrepareStage(Storage& storage, const OutDirSpec& spec, OutDirState* state
     if (!made.ok()) return unsupported();  // OUT's parent is not ours to write: in place
     DS_ASSIGN_OR_RETURN(state->stage_lock, storage.LockWriter(stage, &state->lock_warning));
   }
+  state->out = out;  // without a trailing '/': its parent is synced at the swap
   state->dir = stage;
   state->created = true;  // Abandon removes the sibling; OUT keeps the previous dataset
   return Status::Ok();

@@ -18,10 +18,10 @@
 //                                       dataset, so a crash or an error leaves it intact
 //                                       (docs/formats/README.md#replacing-a-dataset). In place
 //                                       where the sibling cannot be made or swapped (a partitioned
-//                                       job, an OUT that is a mount point or ".", a backend without
-//                                       atomic rename): the commit point is removed first (the
-//                                       directory never claims a half-removed dataset), then every
-//                                       other file of ours; a failed unlink is an error
+//                                       job, an OUT that is a mount point, a symlink or ".", a
+//                                       backend without atomic rename): the commit point is removed
+//                                       first (the directory never claims a half-removed dataset),
+//                                       then every other file of ours; a failed unlink is an error
 //                             kResume:  kept as they are (the writer decides what to reuse);
 //                                       kInvalidArgument for a layout that cannot resume
 #pragma once
