@@ -25,9 +25,9 @@ EpochResult Epoch(uint64_t samples, double seconds, double capacity = 0, double 
   return e;
 }
 
-CompareRun Run(const std::string& layout, const std::string& storage, const std::string& cache,
-               int workers, std::vector<EpochResult> epochs, double required = 0,
-               double compute = 0) {
+CompareRun RunOf(const std::string& layout, const std::string& storage, const std::string& cache,
+                 int workers, std::vector<EpochResult> epochs, double required = 0,
+                 double compute = 0) {
   CompareRun r;
   r.layout = layout;
   r.storage = storage;
@@ -55,20 +55,20 @@ const CompareRun& Find(const CompareResult& r, const std::string& layout,
 
 TEST_CASE("compare: a run's summary is the median of its measured epochs", "[bench]") {
   // Cold: every epoch counts; median of 100, 300, 200 samples/s.
-  CompareRun cold = Run("dir", "local", "cold", 4, {Epoch(100, 1), Epoch(300, 1), Epoch(200, 1)});
+  CompareRun cold = RunOf("dir", "local", "cold", 4, {Epoch(100, 1), Epoch(300, 1), Epoch(200, 1)});
   CHECK(cold.samples_per_sec == Approx(200));
   CHECK(cold.bytes_per_sec == Approx(200000));
   CHECK_FALSE(cold.au);
   // Warm: the first epoch only primes the cache, however slow it was.
-  CompareRun warm = Run("dir", "local", "warm", 4, {Epoch(10, 1), Epoch(400, 1), Epoch(600, 1)});
+  CompareRun warm = RunOf("dir", "local", "warm", 4, {Epoch(10, 1), Epoch(400, 1), Epoch(600, 1)});
   CHECK(warm.samples_per_sec == Approx(500));
   CHECK(warm.sample_lat.count() == 2);
   // A warm run of one epoch keeps it.
-  CHECK(Run("dir", "local", "warm", 4, {Epoch(70, 1)}).samples_per_sec == Approx(70));
+  CHECK(RunOf("dir", "local", "warm", 4, {Epoch(70, 1)}).samples_per_sec == Approx(70));
   // With a requirement: headroom is capacity / required; with compute, AU is summarised.
   CompareRun acc =
-      Run("native", "local", "cold", 4, {Epoch(100, 1, 900, 0.95), Epoch(100, 1, 700, 0.85)},
-          /*required=*/400, /*compute=*/0.01);
+      RunOf("native", "local", "cold", 4, {Epoch(100, 1, 900, 0.95), Epoch(100, 1, 700, 0.85)},
+            /*required=*/400, /*compute=*/0.01);
   REQUIRE(acc.au);
   CHECK(*acc.au == Approx(0.9));
   REQUIRE(acc.headroom);
@@ -83,19 +83,19 @@ TEST_CASE("compare: ratios against the tree of the same storage and cache; recom
   o.slowfs->meta_latency = 0.001;
   CompareResult r;
   r.baseline = "dir";
-  r.runs.push_back(Run("dir", "local", "cold", 4, {Epoch(1000, 1)}));
-  r.runs.push_back(Run("zip", "local", "cold", 4, {Epoch(1500, 1)}));
-  r.runs.push_back(Run("native", "local", "cold", 4, {Epoch(3000, 1)}));
-  r.runs.push_back(Run("dir", "slowfs", "cold", 4, {Epoch(100, 1)}));
-  r.runs.push_back(Run("zip", "slowfs", "cold", 4, {Epoch(600, 1)}));
-  r.runs.push_back(Run("native", "slowfs", "cold", 4, {Epoch(2400, 1)}));
+  r.runs.push_back(RunOf("dir", "local", "cold", 4, {Epoch(1000, 1)}));
+  r.runs.push_back(RunOf("zip", "local", "cold", 4, {Epoch(1500, 1)}));
+  r.runs.push_back(RunOf("native", "local", "cold", 4, {Epoch(3000, 1)}));
+  r.runs.push_back(RunOf("dir", "slowfs", "cold", 4, {Epoch(100, 1)}));
+  r.runs.push_back(RunOf("zip", "slowfs", "cold", 4, {Epoch(600, 1)}));
+  r.runs.push_back(RunOf("native", "slowfs", "cold", 4, {Epoch(2400, 1)}));
   for (auto* c : {"warm"}) {
-    r.runs.push_back(Run("dir", "local", c, 4, {Epoch(1, 1), Epoch(5000, 1)}));
-    r.runs.push_back(Run("zip", "local", c, 4, {Epoch(1, 1), Epoch(4000, 1)}));
-    r.runs.push_back(Run("native", "local", c, 4, {Epoch(1, 1), Epoch(10000, 1)}));
-    r.runs.push_back(Run("dir", "slowfs", c, 4, {Epoch(1, 1), Epoch(800, 1)}));
-    r.runs.push_back(Run("zip", "slowfs", c, 4, {Epoch(1, 1), Epoch(700, 1)}));
-    r.runs.push_back(Run("native", "slowfs", c, 4, {Epoch(1, 1), Epoch(8000, 1)}));
+    r.runs.push_back(RunOf("dir", "local", c, 4, {Epoch(1, 1), Epoch(5000, 1)}));
+    r.runs.push_back(RunOf("zip", "local", c, 4, {Epoch(1, 1), Epoch(4000, 1)}));
+    r.runs.push_back(RunOf("native", "local", c, 4, {Epoch(1, 1), Epoch(10000, 1)}));
+    r.runs.push_back(RunOf("dir", "slowfs", c, 4, {Epoch(1, 1), Epoch(800, 1)}));
+    r.runs.push_back(RunOf("zip", "slowfs", c, 4, {Epoch(1, 1), Epoch(700, 1)}));
+    r.runs.push_back(RunOf("native", "slowfs", c, 4, {Epoch(1, 1), Epoch(8000, 1)}));
   }
   ds::bench::RankAndRecommend(o, &r);
   CHECK(*Find(r, "native", "local", "cold").vs_baseline == Approx(3.0));
@@ -133,9 +133,9 @@ TEST_CASE("compare: which layouts feed the job; capacity ranks when compute is s
   r.baseline = "dir";
   // With an accelerator the delivered rate is capped by compute (all deliver ~the same); the
   // loader's capacity ranks, and AU >= 90% decides who feeds the job.
-  r.runs.push_back(Run("dir", "local", "cold", 4, {Epoch(500, 1, 600, 0.55)}, 800, 0.04));
-  r.runs.push_back(Run("lmdb", "local", "cold", 4, {Epoch(790, 1, 5000, 0.97)}, 800, 0.04));
-  r.runs.push_back(Run("native", "local", "cold", 4, {Epoch(800, 1, 9000, 0.98)}, 800, 0.04));
+  r.runs.push_back(RunOf("dir", "local", "cold", 4, {Epoch(500, 1, 600, 0.55)}, 800, 0.04));
+  r.runs.push_back(RunOf("lmdb", "local", "cold", 4, {Epoch(790, 1, 5000, 0.97)}, 800, 0.04));
+  r.runs.push_back(RunOf("native", "local", "cold", 4, {Epoch(800, 1, 9000, 0.98)}, 800, 0.04));
   ds::bench::RankAndRecommend(o, &r);
   INFO(r.recommendation);
   CHECK(*Find(r, "native", "local", "cold").vs_baseline == Approx(15.0));
@@ -153,10 +153,10 @@ TEST_CASE("compare: which layouts feed the job; capacity ranks when compute is s
 }
 
 TEST_CASE("compare: the worker sweep finds the fewest workers that meet the rate", "[bench]") {
-  std::vector<CompareRun> runs = {Run("dir", "local", "cold", 8, {Epoch(900, 1)}, 800),
-                                  Run("dir", "local", "cold", 1, {Epoch(200, 1)}, 800),
-                                  Run("dir", "local", "cold", 4, {Epoch(810, 1)}, 800),
-                                  Run("dir", "local", "cold", 2, {Epoch(400, 1)}, 800)};
+  std::vector<CompareRun> runs = {RunOf("dir", "local", "cold", 8, {Epoch(900, 1)}, 800),
+                                  RunOf("dir", "local", "cold", 1, {Epoch(200, 1)}, 800),
+                                  RunOf("dir", "local", "cold", 4, {Epoch(810, 1)}, 800),
+                                  RunOf("dir", "local", "cold", 2, {Epoch(400, 1)}, 800)};
   std::vector<const CompareRun*> pts;
   for (const auto& r : runs) pts.push_back(&r);
   CHECK(ds::bench::MinWorkers(pts, 800) == 4);
@@ -164,8 +164,8 @@ TEST_CASE("compare: the worker sweep finds the fewest workers that meet the rate
   CHECK_FALSE(ds::bench::MinWorkers(pts, 1000));
   CHECK_FALSE(ds::bench::MinWorkers(pts, 0));  // no requirement: no answer
   // With an accelerator, AU >= 90% decides, not the delivered rate.
-  std::vector<CompareRun> acc = {Run("wds", "local", "cold", 1, {Epoch(99, 1, 0, 0.6)}, 100, 1),
-                                 Run("wds", "local", "cold", 2, {Epoch(99, 1, 0, 0.9)}, 100, 1)};
+  std::vector<CompareRun> acc = {RunOf("wds", "local", "cold", 1, {Epoch(99, 1, 0, 0.6)}, 100, 1),
+                                 RunOf("wds", "local", "cold", 2, {Epoch(99, 1, 0, 0.9)}, 100, 1)};
   CHECK(ds::bench::MinWorkers({&acc[0], &acc[1]}, 100) == 2);
 }
 
@@ -250,11 +250,11 @@ TEST_CASE("compare: the ranking marks layouts inside the noise as tied and shows
   r.baseline = "dir";
   // native 2943 (2900-3000) and dir 2940 (2800-3100) overlap: tied; wds 1000-1100 does not.
   r.runs.push_back(
-      Run("native", "local", "cold", 4, {Epoch(2900, 1), Epoch(2943, 1), Epoch(3000, 1)}));
+      RunOf("native", "local", "cold", 4, {Epoch(2900, 1), Epoch(2943, 1), Epoch(3000, 1)}));
   r.runs.push_back(
-      Run("dir", "local", "cold", 4, {Epoch(2800, 1), Epoch(2940, 1), Epoch(3100, 1)}));
+      RunOf("dir", "local", "cold", 4, {Epoch(2800, 1), Epoch(2940, 1), Epoch(3100, 1)}));
   r.runs.push_back(
-      Run("wds", "local", "cold", 4, {Epoch(1000, 1), Epoch(1050, 1), Epoch(1100, 1)}));
+      RunOf("wds", "local", "cold", 4, {Epoch(1000, 1), Epoch(1050, 1), Epoch(1100, 1)}));
   ds::bench::RankAndRecommend(o, &r);
   auto j = ds::bench::CompareJson(o, r);
   const auto& order = j["ranking"][0]["order"];
@@ -276,8 +276,8 @@ TEST_CASE("compare: the ranking marks layouts inside the noise as tied and shows
   // One measured epoch is never a tie: no noise can be told.
   CompareResult one;
   one.baseline = "dir";
-  one.runs.push_back(Run("native", "local", "cold", 4, {Epoch(2943, 1)}));
-  one.runs.push_back(Run("dir", "local", "cold", 4, {Epoch(2940, 1)}));
+  one.runs.push_back(RunOf("native", "local", "cold", 4, {Epoch(2943, 1)}));
+  one.runs.push_back(RunOf("dir", "local", "cold", 4, {Epoch(2940, 1)}));
   ds::bench::RankAndRecommend(o, &one);
   auto j1 = ds::bench::CompareJson(o, one);
   CHECK(j1["ranking"][0]["order"][1]["rank"] == "2");

@@ -20,7 +20,7 @@ namespace {
 
 constexpr uint64_t kSize = 1 << 20, kBs = 4096, kBlocks = kSize / kBs;
 
-IoJobOptions Job(const std::string& path, RwMode rw) {
+IoJobOptions JobOf(const std::string& path, RwMode rw) {
   IoJobOptions o;
   o.name = "unit";
   o.path = path;
@@ -30,13 +30,13 @@ IoJobOptions Job(const std::string& path, RwMode rw) {
   return o;
 }
 
-size_t Entries(const std::string& dir) {
+size_t JobEntries(const std::string& dir) {
   size_t n = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir)) n++;
   return n;
 }
 
-std::string Content(size_t n) {
+std::string JobContent(size_t n) {
   std::string s(n, '\0');
   Rng(33).Fill(s.data(), n);
   return s;
@@ -65,7 +65,7 @@ TEST_CASE("RunIoJobs: a job in a directory does size/bs IOs on its own test file
   test::TempDir dir;
   const std::string file = dir / "unit.0.0";
   SECTION("read, then the file is removed") {
-    auto run = RunIoJobs(Job(dir.path(), RwMode::kRead));
+    auto run = RunIoJobs(JobOf(dir.path(), RwMode::kRead));
     REQUIRE(run.ok());
     REQUIRE(run->jobs.size() == 1);
     const JobResult& r = run->jobs[0];
@@ -75,22 +75,22 @@ TEST_CASE("RunIoJobs: a job in a directory does size/bs IOs on its own test file
     CHECK(r.read.clat.count() == kBlocks);
     CHECK(r.write.ios == 0);
     CHECK_FALSE(run->disk);  // no disk_device given
-    auto j = JobsJson(Job(dir.path(), RwMode::kRead), *run);
+    auto j = JobsJson(JobOf(dir.path(), RwMode::kRead), *run);
     CHECK(j["jobs"][0]["read"]["io_bytes"] == kSize);
     CHECK(j["jobs"][0]["read"]["total_ios"] == kBlocks);
     CHECK(j["jobs"][0]["job options"]["rw"] == "read");
-    CHECK(Entries(dir.path()) == 0);
+    CHECK(JobEntries(dir.path()) == 0);
   }
   SECTION("randwrite, then the file is removed") {
-    auto run = RunIoJobs(Job(dir.path(), RwMode::kRandWrite));
+    auto run = RunIoJobs(JobOf(dir.path(), RwMode::kRandWrite));
     REQUIRE(run.ok());
     CHECK(run->jobs[0].write.ios == kBlocks);
     CHECK(run->jobs[0].write.io_bytes == kSize);
     CHECK(run->jobs[0].read.ios == 0);
-    CHECK(Entries(dir.path()) == 0);
+    CHECK(JobEntries(dir.path()) == 0);
   }
   SECTION("randrw splits the IOs between reads and writes") {
-    IoJobOptions o = Job(dir.path(), RwMode::kRandRw);
+    IoJobOptions o = JobOf(dir.path(), RwMode::kRandRw);
     o.rwmixread = 70;
     auto run = RunIoJobs(o);
     REQUIRE(run.ok());
@@ -101,7 +101,7 @@ TEST_CASE("RunIoJobs: a job in a directory does size/bs IOs on its own test file
     CHECK(r.write.ios > 0);
   }
   SECTION("keep leaves the file, size bytes long") {
-    IoJobOptions o = Job(dir.path(), RwMode::kRead);
+    IoJobOptions o = JobOf(dir.path(), RwMode::kRead);
     o.keep = true;
     REQUIRE(RunIoJobs(o).ok());
     struct stat st;
@@ -109,7 +109,7 @@ TEST_CASE("RunIoJobs: a job in a directory does size/bs IOs on its own test file
     CHECK(static_cast<uint64_t>(st.st_size) == kSize);
   }
   SECTION("numjobs: one result per job, or one merged with group_reporting") {
-    IoJobOptions o = Job(dir.path(), RwMode::kRandRead);
+    IoJobOptions o = JobOf(dir.path(), RwMode::kRandRead);
     o.numjobs = 2;
     auto each = RunIoJobs(o);
     REQUIRE(each.ok());
@@ -123,15 +123,15 @@ TEST_CASE("RunIoJobs: a job in a directory does size/bs IOs on its own test file
     CHECK(merged->jobs[0].read.ios == 2 * kBlocks);
     CHECK(merged->jobs[0].read.io_bytes == 2 * kSize);
     CHECK(merged->jobs[0].read.clat.count() == 2 * kBlocks);
-    CHECK(Entries(dir.path()) == 0);
+    CHECK(JobEntries(dir.path()) == 0);
   }
 }
 
 TEST_CASE("RunIoJobs reads a user's file as it is and never removes it", "[bench]") {
   test::TempDir dir;
-  const std::string data = Content(kSize);
+  const std::string data = JobContent(kSize);
   test::WriteFile(dir / "mine", data);
-  IoJobOptions o = Job(dir / "mine", RwMode::kRead);
+  IoJobOptions o = JobOf(dir / "mine", RwMode::kRead);
   o.size = 0;  // the file's size
   auto run = RunIoJobs(o);
   REQUIRE(run.ok());
@@ -142,7 +142,7 @@ TEST_CASE("RunIoJobs reads a user's file as it is and never removes it", "[bench
   REQUIRE(run.ok());
   CHECK(run->jobs[0].read.ios == kBlocks / 4);
   CHECK(test::ReadFile(dir / "mine") == data);
-  CHECK(Entries(dir.path()) == 1);
+  CHECK(JobEntries(dir.path()) == 1);
   // More than the file holds is refused for reads.
   o.size = 2 * kSize;
   auto big = RunIoJobs(o);
@@ -159,24 +159,24 @@ TEST_CASE("RunIoJobs refuses bad options and leaves no test file behind", "[benc
     REQUIRE_FALSE(run.ok());
     CHECK(run.status().code() == code);
     CHECK_THAT(run.status().message(), Catch::Contains(what));
-    CHECK(Entries(dir.path()) == 0);
+    CHECK(JobEntries(dir.path()) == 0);
   };
-  IoJobOptions o = Job(dir.path(), RwMode::kRead);
+  IoJobOptions o = JobOf(dir.path(), RwMode::kRead);
   o.bs = 0;
   refused(o, "must be positive");
-  o = Job(dir.path(), RwMode::kRead);
+  o = JobOf(dir.path(), RwMode::kRead);
   o.iodepth = 0;
   refused(o, "must be positive");
-  o = Job(dir.path(), RwMode::kRead);
+  o = JobOf(dir.path(), RwMode::kRead);
   o.size = 0;
   refused(o, "is needed when PATH is a directory");
-  o = Job(dir / "missing", RwMode::kRead);
+  o = JobOf(dir / "missing", RwMode::kRead);
   refused(o, "missing: give an existing directory or file", Code::kNotFound);
-  o = Job(dir.path(), RwMode::kRead);
+  o = JobOf(dir.path(), RwMode::kRead);
   o.direct = true;
   o.bs = 1000;
   refused(o, "not a multiple of 512");
-  o = Job(dir.path(), RwMode::kRead);  // laid out, then refused: the file goes again
+  o = JobOf(dir.path(), RwMode::kRead);  // laid out, then refused: the file goes again
   o.size = 8192;
   o.bs = 16384;
   refused(o, "larger than");
@@ -184,7 +184,7 @@ TEST_CASE("RunIoJobs refuses bad options and leaves no test file behind", "[benc
 
 TEST_CASE("RunIoJobs through io_uring: registered file, fixed buffers, depth 8", "[io_uring]") {
   test::TempDir dir;
-  IoJobOptions o = Job(dir.path(), RwMode::kRandRead);
+  IoJobOptions o = JobOf(dir.path(), RwMode::kRandRead);
   o.ioengine = "io_uring";
   o.iodepth = 8;
   o.iodepth_batch_submit = 4;
@@ -199,5 +199,5 @@ TEST_CASE("RunIoJobs through io_uring: registered file, fixed buffers, depth 8",
   run = RunIoJobs(o);
   REQUIRE(run.ok());
   CHECK(run->jobs[0].write.ios == kBlocks);
-  CHECK(Entries(dir.path()) == 0);
+  CHECK(JobEntries(dir.path()) == 0);
 }

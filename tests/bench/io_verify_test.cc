@@ -17,25 +17,25 @@
 namespace ds::bench {
 namespace {
 
-constexpr uint64_t kBs = 4096;
+constexpr uint64_t kVerifyBs = 4096;
 
 // A file of `blocks` verifiable blocks, all marked written.
 struct Written {
   test::TempDir dir;
   std::string path = dir / "f";
   WrittenBlocks marks;
-  Written(VerifyKind kind, uint64_t blocks) : marks(blocks * kBs, kBs) {
-    std::string data(blocks * kBs, '\0');
+  Written(VerifyKind kind, uint64_t blocks) : marks(blocks * kVerifyBs, kVerifyBs) {
+    std::string data(blocks * kVerifyBs, '\0');
     for (uint64_t b = 0; b < blocks; b++) {
-      FillVerifiable(kind, 7, b * kBs, data.data() + b * kBs, kBs);
-      marks.Mark(b * kBs);
+      FillVerifiable(kind, 7, b * kVerifyBs, data.data() + b * kVerifyBs, kVerifyBs);
+      marks.Mark(b * kVerifyBs);
     }
     test::WriteFile(path, data);
   }
   Status Check(VerifyKind kind, VerifyResult* r) {
     auto fd = OpenFile(path, O_RDONLY);
     REQUIRE(fd.ok());
-    std::vector<char> buf(kBs);
+    std::vector<char> buf(kVerifyBs);
     return VerifyWritten(kind, fd->get(), 0, marks, buf.data(), path, r);
   }
   void Poke(uint64_t at, const std::string& bytes) {
@@ -54,7 +54,7 @@ TEST_CASE("verify: what was written reads back; damage is found and named", "[be
     CHECK(r.blocks == 16);
     CHECK(r.bad == 0);
 
-    w.Poke(5 * kBs + 1000, "X");  // a payload byte
+    w.Poke(5 * kVerifyBs + 1000, "X");  // a payload byte
     VerifyResult r1;
     Status s = w.Check(kind, &r1);
     CHECK(s.code() == Code::kCorruption);
@@ -63,15 +63,15 @@ TEST_CASE("verify: what was written reads back; damage is found and named", "[be
     CHECK(r1.bad == 1);
 
     // Block 9's bytes copied over block 3: a misdirected write.
-    std::string nine = test::ReadFile(w.path).substr(9 * kBs, kBs);
-    w.Poke(3 * kBs, nine);
+    std::string nine = test::ReadFile(w.path).substr(9 * kVerifyBs, kVerifyBs);
+    w.Poke(3 * kVerifyBs, nine);
     VerifyResult r2;
     s = w.Check(kind, &r2);
     CHECK(r2.bad == 2);
     CHECK_THAT(s.message(), Catch::Contains("offset 12288") &&
                                 Catch::Contains("says offset 36864: a misdirected write") &&
                                 Catch::Contains("and 1 more of the 16 blocks"));
-    w.Poke(0, std::string(kBs, '\0'));  // never written
+    w.Poke(0, std::string(kVerifyBs, '\0'));  // never written
     VerifyResult r3;
     s = w.Check(kind, &r3);
     CHECK_THAT(s.message(), Catch::Contains("offset 0") && Catch::Contains("bad magic"));
@@ -82,10 +82,10 @@ TEST_CASE("verify: what was written reads back; damage is found and named", "[be
 
 TEST_CASE("verify: only the marked blocks are read back", "[bench]") {
   Written w(VerifyKind::kCrc32c, 4);
-  WrittenBlocks some(4 * kBs, kBs);
-  some.Mark(kBs);
-  some.Mark(3 * kBs);
-  w.Poke(0, std::string(kBs, '\0'));  // an unmarked block's damage is not this job's
+  WrittenBlocks some(4 * kVerifyBs, kVerifyBs);
+  some.Mark(kVerifyBs);
+  some.Mark(3 * kVerifyBs);
+  w.Poke(0, std::string(kVerifyBs, '\0'));  // an unmarked block's damage is not this job's
   w.marks = some;
   VerifyResult r;
   REQUIRE(w.Check(VerifyKind::kCrc32c, &r).ok());

@@ -1,12 +1,13 @@
 // One clone of a `dsbench io` job under a virtual clock (bench/io/io_worker.h): its pacing and
 // timing options (rate, rate_iops, ramp_time, thinktime, runtime) give figures that follow from
 // the options alone, whatever the machine is doing. The reads are real (psync on a real file).
+#include "bench/io/io_worker.h"
+
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <string>
 #include <vector>
 
-#include "bench/io/io_worker.h"
 #include "test_util.h"
 
 using namespace ds;
@@ -37,7 +38,7 @@ class VirtualClock final : public IoClock {
   mutable int64_t slept_ = 0;
 };
 
-IoJobOptions Job(const std::string& file) {
+IoJobOptions WorkerJob(const std::string& file) {
   IoJobOptions o;
   o.name = "unit";
   o.path = file;
@@ -51,7 +52,7 @@ IoJobOptions Job(const std::string& file) {
   return o;
 }
 
-JobResult Run(const IoJobOptions& o, const VirtualClock& clock) {
+JobResult WorkerRun(const IoJobOptions& o, const VirtualClock& clock) {
   std::atomic<bool> stop{false};
   JobResult r;
   std::vector<std::string> files = {o.path};
@@ -66,10 +67,10 @@ JobResult Run(const IoJobOptions& o, const VirtualClock& clock) {
 TEST_CASE("io clone: rate caps the bytes a run moves", "[bench]") {
   test::TempDir dir;
   test::WriteFile(dir / "f", std::string(1 << 20, 'x'));
-  IoJobOptions o = Job(dir / "f");
+  IoJobOptions o = WorkerJob(dir / "f");
   o.rate = 1 << 20;  // 1 MiB/s for 2 s: 2 MiB, 512 reads of 4 KiB
   VirtualClock clock(1000);
-  JobResult r = Run(o, clock);
+  JobResult r = WorkerRun(o, clock);
   CHECK(r.read.io_bytes >= (2u << 20) - 4096);
   CHECK(r.read.io_bytes <= (2u << 20) + 4096);
   CHECK(r.runtime_ms == Approx(2000).epsilon(0.01));
@@ -79,10 +80,10 @@ TEST_CASE("io clone: rate caps the bytes a run moves", "[bench]") {
 TEST_CASE("io clone: rate_iops caps the IOs", "[bench]") {
   test::TempDir dir;
   test::WriteFile(dir / "f", std::string(1 << 20, 'x'));
-  IoJobOptions o = Job(dir / "f");
+  IoJobOptions o = WorkerJob(dir / "f");
   o.rate_iops = 100;  // 100 IOPS for 2 s
   VirtualClock clock(1000);
-  JobResult r = Run(o, clock);
+  JobResult r = WorkerRun(o, clock);
   CHECK(r.read.ios >= 199);
   CHECK(r.read.ios <= 201);
 }
@@ -90,11 +91,11 @@ TEST_CASE("io clone: rate_iops caps the IOs", "[bench]") {
 TEST_CASE("io clone: ramp_time is not counted, and the runtime starts after it", "[bench]") {
   test::TempDir dir;
   test::WriteFile(dir / "f", std::string(1 << 20, 'x'));
-  IoJobOptions o = Job(dir / "f");
+  IoJobOptions o = WorkerJob(dir / "f");
   o.rate_iops = 100;
   o.ramp_time = 1;  // 1 s of ramp (about 100 IOs) then 2 s counted (about 200)
   VirtualClock clock(1000);
-  JobResult r = Run(o, clock);
+  JobResult r = WorkerRun(o, clock);
   CHECK(r.read.ios >= 199);
   CHECK(r.read.ios <= 201);
   CHECK(r.runtime_ms == Approx(2000).epsilon(0.01));
@@ -104,10 +105,10 @@ TEST_CASE("io clone: ramp_time is not counted, and the runtime starts after it",
 TEST_CASE("io clone: thinktime waits after each completion", "[bench]") {
   test::TempDir dir;
   test::WriteFile(dir / "f", std::string(1 << 20, 'x'));
-  IoJobOptions o = Job(dir / "f");
+  IoJobOptions o = WorkerJob(dir / "f");
   o.thinktime = 0.01;  // 10 ms after each IO for 2 s: about 200 IOs
   VirtualClock clock(1000);
-  JobResult r = Run(o, clock);
+  JobResult r = WorkerRun(o, clock);
   CHECK(r.read.ios >= 195);
   CHECK(r.read.ios <= 201);
   CHECK(clock.slept() >= 195 * kSecond / 100);
@@ -116,11 +117,11 @@ TEST_CASE("io clone: thinktime waits after each completion", "[bench]") {
 TEST_CASE("io clone: without pacing, the size bounds a run that is not time based", "[bench]") {
   test::TempDir dir;
   test::WriteFile(dir / "f", std::string(1 << 20, 'x'));
-  IoJobOptions o = Job(dir / "f");
+  IoJobOptions o = WorkerJob(dir / "f");
   o.time_based = false;
   o.runtime = 0;
   VirtualClock clock(1000);
-  JobResult r = Run(o, clock);
+  JobResult r = WorkerRun(o, clock);
   CHECK(r.read.io_bytes == (1u << 20));
   CHECK(r.read.ios == 256);
   CHECK(clock.slept() == 0);

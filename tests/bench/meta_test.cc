@@ -26,7 +26,7 @@ std::vector<MetaPhase> Phases(const char* text) {
   return *p;
 }
 
-size_t Entries(const std::string& dir) {
+size_t MetaEntries(const std::string& dir) {
   size_t n = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::recursive_directory_iterator(dir)) n++;
   return n;
@@ -131,7 +131,7 @@ TEST_CASE("CheckMetaPlan refuses bad counts, a PATH that is no directory, a plan
   o = Small(dir.path());
   o.file_size = uint64_t{1} << 52;  // 4 PiB a file
   refused(o, Code::kNoSpace, "not enough free space");
-  CHECK(Entries(dir.path()) == 1);  // only "file": no run made anything
+  CHECK(MetaEntries(dir.path()) == 1);  // only "file": no run made anything
 
   // More files than free inodes, where the file system counts them and the space would do.
   struct statvfs vfs;
@@ -176,7 +176,7 @@ TEST_CASE("RunMeta: each phase does one op per file on every thread, then the tr
   CHECK(j["phases"][3]["name"] == "readdir");
   CHECK(j["phases"][3]["ops"] == 20);
   CHECK(j["dirs_per_thread"] == 3);
-  CHECK(Entries(dir.path()) == 0);
+  CHECK(MetaEntries(dir.path()) == 0);
 
   // Without the remove phase the cleanup removes the files; readdir still counts them all.
   o.phases = Phases("readdir,create");
@@ -185,7 +185,7 @@ TEST_CASE("RunMeta: each phase does one op per file on every thread, then the tr
   REQUIRE(r->phases.size() == 2);
   CHECK(r->phases[1].phase == P::kReaddir);
   CHECK(r->phases[1].ops == 20);
-  CHECK(Entries(dir.path()) == 0);
+  CHECK(MetaEntries(dir.path()) == 0);
 }
 
 TEST_CASE("RunMeta with keep leaves its tree as documented; a second run refuses the root",

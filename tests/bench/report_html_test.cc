@@ -16,8 +16,8 @@ namespace {
 const char kSource[] = "/data/a&b <x> \"q\"/src";
 
 // A run with a log-normal-ish latency CDF around `median_ns`.
-json Run(const std::string& layout, const std::string& storage, const std::string& cache,
-         double sps, json au, json headroom, json vs_baseline, double median_ns) {
+json HtmlRun(const std::string& layout, const std::string& storage, const std::string& cache,
+             double sps, json au, json headroom, json vs_baseline, double median_ns) {
   json cdf = json::array();
   for (int k = -8; k <= 8; k++) {
     double x = median_ns * std::pow(2, k / 2.0);
@@ -62,8 +62,8 @@ json Fixture() {
         double sps = base * scale * (storage == "slowfs" && layout == "native" ? 2.5 : 1);
         double au = std::min(0.99, sps / 2000);
         json vs = layout == "zip" && storage == "slowfs" ? json() : json(sps / (812.25 * scale));
-        runs.push_back(Run(layout, storage, cache, sps, au, sps / 1500, vs,
-                           (storage == "slowfs" ? 2e6 : 1.5e5) * 1e3 / base));
+        runs.push_back(HtmlRun(layout, storage, cache, sps, au, sps / 1500, vs,
+                               (storage == "slowfs" ? 2e6 : 1.5e5) * 1e3 / base));
         order.push_back({{"layout", layout}, {"samples_per_sec", sps}, {"vs_baseline", vs}});
       }
       std::sort(order.begin(), order.end(), [](const json& a, const json& b) {
@@ -78,7 +78,7 @@ json Fixture() {
   for (const auto& [layout, base] : {layouts[2], layouts[0]}) {
     json points = json::array();
     for (int w : {1, 2}) {
-      json r = Run(layout, "local", "cold", base * w * 0.375, nullptr, nullptr, nullptr, 1e5);
+      json r = HtmlRun(layout, "local", "cold", base * w * 0.375, nullptr, nullptr, nullptr, 1e5);
       r["workers"] = w;
       runs.push_back(r);
       points.push_back({{"workers", w}, {"samples_per_sec", r["samples_per_sec"]}});

@@ -1,5 +1,6 @@
-// bench/storage/storage.h: the PASS/FAIL verdict of `dsbench storage` on hand-made job results, the two
-// jobs it runs, and the text and JSON of a run (no IO: tests/e2e/dsbench.sh runs the real thing).
+// bench/storage/storage.h: the PASS/FAIL verdict of `dsbench storage` on hand-made job results, the
+// two jobs it runs, and the text and JSON of a run (no IO: tests/e2e/dsbench.sh runs the real
+// thing).
 #include "bench/storage/storage.h"
 
 #include <catch2/catch.hpp>
@@ -10,7 +11,7 @@ using ds::bench::StorageOptions;
 namespace {
 
 // A job that moved `bytes` in `ios` requests over `ms` milliseconds.
-JobResult Job(uint64_t bytes, uint64_t ios, double ms) {
+JobResult StorageJob(uint64_t bytes, uint64_t ios, double ms) {
   JobResult j;
   j.runtime_ms = ms;
   j.read.io_bytes = bytes;
@@ -29,8 +30,8 @@ StorageOptions Bar(uint64_t min_bw, uint64_t min_iops) {
 
 TEST_CASE("storage verdict: bandwidth and IOPS against the bar", "[bench]") {
   // 1 GB in 2 s = 500 MB/s; 10,000 IOs in 2 s = 5,000 IOPS: exactly the bar passes.
-  JobResult seq = Job(1000000000, 1000, 2000);
-  JobResult rnd = Job(40960000, 10000, 2000);
+  JobResult seq = StorageJob(1000000000, 1000, 2000);
+  JobResult rnd = StorageJob(40960000, 10000, 2000);
   auto v = ds::bench::JudgeStorage(seq, rnd, Bar(500000000, 5000));
   CHECK(v.bw == Approx(5e8));
   CHECK(v.iops == Approx(5000));
@@ -50,12 +51,12 @@ TEST_CASE("storage verdict: bandwidth and IOPS against the bar", "[bench]") {
 }
 
 TEST_CASE("storage verdict: a job with no measured runtime reads as 0 and fails", "[bench]") {
-  auto v = ds::bench::JudgeStorage(Job(1 << 20, 1, 0), Job(4096, 1, 0), Bar(1, 1));
+  auto v = ds::bench::JudgeStorage(StorageJob(1 << 20, 1, 0), StorageJob(4096, 1, 0), Bar(1, 1));
   CHECK(v.bw == 0);
   CHECK(v.iops == 0);
   CHECK_FALSE(v.pass());
   // A bar of 0 is met by anything, even nothing.
-  CHECK(ds::bench::JudgeStorage(Job(0, 0, 0), Job(0, 0, 0), Bar(0, 0)).pass());
+  CHECK(ds::bench::JudgeStorage(StorageJob(0, 0, 0), StorageJob(0, 0, 0), Bar(0, 0)).pass());
 }
 
 TEST_CASE("storage jobs: sequential 1 MiB x 4 jobs x iodepth 8, random 4 KiB x iodepth 32",
@@ -96,8 +97,8 @@ TEST_CASE("storage report: JSON verdict and PASS/FAIL lines", "[bench]") {
   ds::bench::StorageRun r;
   r.seq_job = ds::bench::SequentialJob(o);
   r.rnd_job = ds::bench::RandomJob(o);
-  r.seq.jobs.push_back(Job(2000000000, 2000, 2000));
-  r.rnd.jobs.push_back(Job(4096 * 100, 100, 1000));
+  r.seq.jobs.push_back(StorageJob(2000000000, 2000, 2000));
+  r.rnd.jobs.push_back(StorageJob(4096 * 100, 100, 1000));
   r.verdict = ds::bench::JudgeStorage(r.seq.jobs[0], r.rnd.jobs[0], o);
   auto j = ds::bench::StorageJson(o, r);
   CHECK(j["verdict"]["bw_bytes"].get<double>() == Approx(1e9));

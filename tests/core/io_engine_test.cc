@@ -14,7 +14,7 @@
 using namespace ds;
 
 namespace {
-std::string Content(size_t n) {
+std::string EngineContent(size_t n) {
   std::string s(n, '\0');
   Rng(21).Fill(s.data(), n);
   return s;
@@ -28,7 +28,7 @@ void ReadsRandomBlocks(const char* name) {
   INFO(name);
   test::TempDir dir;
   const size_t kSize = 1 << 20, kBs = 4096;
-  std::string data = Content(kSize);
+  std::string data = EngineContent(kSize);
   test::WriteFile(dir / "f", data);
   auto engine = MakeEngine(name, {16, false});
   REQUIRE(engine.ok());
@@ -70,7 +70,7 @@ void ReadsRandomBlocks(const char* name) {
 void ReadsShortAtEof(const char* name) {
   INFO(name);
   test::TempDir dir;
-  std::string data = Content(10000);
+  std::string data = EngineContent(10000);
   test::WriteFile(dir / "f", data);
   auto engine = MakeEngine(name, {4, false});
   REQUIRE(engine.ok());
@@ -162,7 +162,7 @@ TEST_CASE("mmap: a write after a read goes through a writable mapping", "[core]"
   // The protection was once chosen by the first request: a read mapped the file PROT_READ and
   // the next write died of SIGSEGV (dsbench io --ioengine mmap --rw randrw).
   test::TempDir dir;
-  std::string data = Content(16384);
+  std::string data = EngineContent(16384);
   test::WriteFile(dir / "f", data);
   auto engine = MakeEngine("mmap", {4, false});
   REQUIRE(engine.ok());
@@ -223,7 +223,7 @@ TEST_CASE("mmap: a reused fd number gets its own file's mapping, and IO makes no
 
 TEST_CASE("engines other than io_uring refuse registered files and buffers", "[core]") {
   test::TempDir dir;
-  test::WriteFile(dir / "f", Content(4096));
+  test::WriteFile(dir / "f", EngineContent(4096));
   auto fd = OpenFile(dir / "f", O_RDONLY);
   REQUIRE(fd.ok());
   int f = fd->get();
@@ -242,7 +242,7 @@ TEST_CASE("engines other than io_uring refuse registered files and buffers", "[c
 TEST_CASE("io_uring reads through a registered file and fixed buffers", "[io_uring]") {
   test::TempDir dir;
   const size_t kSize = 256 << 10, kBs = 4096, kDepth = 8;
-  std::string data = Content(kSize);
+  std::string data = EngineContent(kSize);
   test::WriteFile(dir / "f", data);
   auto fd = OpenFile(dir / "f", O_RDONLY);
   REQUIRE(fd.ok());

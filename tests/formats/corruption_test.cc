@@ -26,7 +26,7 @@ void MakeDataset(const std::string& out, uint32_t align) {
 }
 
 // Reads everything through the public reader; must never crash. Returns true if all reads pass.
-bool ReadAll(const std::string& out) {
+bool ReadsWhole(const std::string& out) {
   auto d = Dataset::Open(out);
   if (!d.ok()) return false;
   bool ok = true;
@@ -83,7 +83,7 @@ TEST_CASE("verify detects a flipped byte anywhere in any shard or the index",
             INFO(name << " offset " << off << " mask " << mask << " hash fixed " << fix_hash);
             REQUIRE_FALSE(r.ok());
             if (name != "index.dsi") CHECK(r.problems[0].find(name) != std::string::npos);
-            (void)ReadAll(out);
+            (void)ReadsWhole(out);
           }
           test::WriteFile(out + "/manifest.json", manifest);
         }
@@ -105,7 +105,7 @@ TEST_CASE("verify and readers report a truncated shard at every length", "[forma
     REQUIRE(VerifyDataset(out, &r).ok());
     INFO("length " << len);
     REQUIRE_FALSE(r.ok());
-    CHECK_FALSE(ReadAll(out));
+    CHECK_FALSE(ReadsWhole(out));
   }
 }
 

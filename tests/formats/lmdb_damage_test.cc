@@ -16,7 +16,7 @@ using namespace ds;
 namespace {
 
 // Six small samples (inline values) and two large ones (overflow pages), labelled.
-std::vector<Sample> Samples(int n, size_t big_every = 3) {
+std::vector<Sample> LmdbSamples(int n, size_t big_every = 3) {
   std::vector<Sample> v;
   for (int i = 0; i < n; i++) {
     size_t size = i % big_every == 0 ? 9000 + 13 * i : 40 + i;
@@ -49,7 +49,7 @@ std::string Checked(const Status& s) {
 
 // Opens, verifies and reads every sample of the (mutated) dataset. Returns "" when all of it
 // read and verified, else the first error or verify problem.
-std::string ReadAll(const std::string& out) {
+std::string LmdbReadAll(const std::string& out) {
   auto r = OpenLayout(out);
   if (!r.ok()) return Checked(r.status());
   std::string first;
@@ -69,7 +69,7 @@ std::string ReadAll(const std::string& out) {
 TEST_CASE("lmdb walk: a multi-level tree with overflow values passes, with liblmdb's counts",
           "[formats]") {
   test::TempDir dir;
-  auto samples = Samples(3000, 50);
+  auto samples = LmdbSamples(3000, 50);
   std::string out = WriteLmdb(dir / "db", samples);
   auto t = lmdb::CheckLmdbTree(out + "/data.mdb");
   REQUIRE(t.ok());
@@ -77,14 +77,14 @@ TEST_CASE("lmdb walk: a multi-level tree with overflow values passes, with liblm
   CHECK(t->entries == 3000 * 3 + 2);  // __key__, bin, cls per sample; __len__, __meta__
   CHECK(t->overflow_pages >= 60 * 3);
   CHECK(t->branch_pages >= 1);
-  CHECK(ReadAll(out).empty());
+  CHECK(LmdbReadAll(out).empty());
   auto none = lmdb::CheckLmdbTree(out + "/data.mdb", t->txnid + 2);
   CHECK(none.status().code() == Code::kNotFound);
 }
 
 TEST_CASE("lmdb: 0xff at each of 128 offsets on pages 2-3 never crashes a reader", "[formats]") {
   test::TempDir dir;
-  std::string out = WriteLmdb(dir / "db", Samples(6));
+  std::string out = WriteLmdb(dir / "db", LmdbSamples(6));
   const std::string file = out + "/data.mdb";
   const std::string good = test::ReadFile(file);
   REQUIRE(good.size() >= 4 * 4096);
@@ -94,17 +94,17 @@ TEST_CASE("lmdb: 0xff at each of 128 offsets on pages 2-3 never crashes a reader
     std::string bad = good;
     bad[off] = static_cast<char>(0xff);
     test::WriteFile(file, bad);
-    errors += !ReadAll(out).empty();
+    errors += !LmdbReadAll(out).empty();
   }
   test::WriteFile(file, good);
-  CHECK(ReadAll(out).empty());
+  CHECK(LmdbReadAll(out).empty());
   CHECK(errors == 128);  // the whole-file hash in dspack.json sees every change
 }
 
 TEST_CASE("lmdb: 500 single-byte mutants never crash a reader, even without dspack.json",
           "[formats]") {
   test::TempDir dir;
-  std::string out = WriteLmdb(dir / "db", Samples(6));
+  std::string out = WriteLmdb(dir / "db", LmdbSamples(6));
   const std::string file = out + "/data.mdb";
   const std::string good = test::ReadFile(file);
   // Without dspack.json the reader has no file hash: every byte reaches the tree walk and
@@ -121,14 +121,14 @@ TEST_CASE("lmdb: 500 single-byte mutants never crash a reader, even without dspa
     std::string bad = good;
     bad[off] = val;
     test::WriteFile(file, bad);
-    walk_errors += ReadAll(out).find("LMDB is damaged") != std::string::npos;
+    walk_errors += LmdbReadAll(out).find("LMDB is damaged") != std::string::npos;
   }
   CHECK(walk_errors > 0);
 }
 
 TEST_CASE("lmdb: a flipped bit in a meta page is an error, never an empty dataset", "[formats]") {
   test::TempDir dir;
-  std::string out = WriteLmdb(dir / "db", Samples(6));
+  std::string out = WriteLmdb(dir / "db", LmdbSamples(6));
   const std::string file = out + "/data.mdb";
   const std::string good = test::ReadFile(file);
   for (size_t off : {144, 148, 4136, 4240, 4244}) {  // txnids, meta 1's page size

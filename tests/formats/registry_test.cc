@@ -20,8 +20,8 @@ using namespace ds;
 
 namespace {
 
-const Format kAll[] = {Format::kNative, Format::kWds, Format::kTfrecord, Format::kRecordio,
-                       Format::kLmdb};
+const Format kAllFormats[] = {Format::kNative, Format::kWds, Format::kTfrecord, Format::kRecordio,
+                              Format::kLmdb};
 
 std::string WriteDataset(const std::string& out, Format f, int n) {
   LayoutKnobs k;
@@ -44,8 +44,8 @@ std::string WriteDataset(const std::string& out, Format f, int n) {
 }  // namespace
 
 TEST_CASE("registry: every format has one row, found by its name", "[formats]") {
-  REQUIRE(LayoutTable().size() == std::size(kAll));
-  for (Format f : kAll) {
+  REQUIRE(LayoutTable().size() == std::size(kAllFormats));
+  for (Format f : kAllFormats) {
     CHECK(LayoutFor(f).format == f);
     auto back = ParseFormat(FormatName(f));
     REQUIRE(back.ok());
@@ -122,7 +122,7 @@ TEST_CASE("option names render as a CLI's flags; unknown ones stay fields", "[fo
 
 TEST_CASE("every layout: files, shard ranges and sample sizes through the interface", "[formats]") {
   test::TempDir dir;
-  for (Format f : kAll) {
+  for (Format f : kAllFormats) {
     INFO(FormatName(f));
     std::string out = WriteDataset(dir / std::string(FormatName(f)), f, 60);
     auto r = OpenLayout(out);
@@ -167,7 +167,7 @@ TEST_CASE("every layout: files, shard ranges and sample sizes through the interf
 
 TEST_CASE("ReadBatch: every layout, any order and repeats, the same samples as Get", "[formats]") {
   test::TempDir dir;
-  for (Format f : kAll) {
+  for (Format f : kAllFormats) {
     INFO(FormatName(f));
     std::string out = WriteDataset(dir / std::string(FormatName(f)), f, 120);
     auto r = OpenLayout(out);

@@ -18,7 +18,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<Sample> Samples() {
+std::vector<Sample> CrcSamples() {
   std::vector<Sample> v;
   for (int i = 0; i < 8; i++) {
     std::string data = "MARK" + std::to_string(i) + "-" + std::string(2000 + i, 'x');
@@ -27,7 +27,7 @@ std::vector<Sample> Samples() {
   return v;
 }
 
-std::string Write(const std::string& out, Format f, LmdbLayout lmdb = LmdbLayout::kField) {
+std::string CrcWrite(const std::string& out, Format f, LmdbLayout lmdb = LmdbLayout::kField) {
   LayoutKnobs k;
   if (f == Format::kLmdb) k.lmdb_layout = lmdb;
   auto o = MakeWriterOptions(f, k, {});
@@ -35,7 +35,7 @@ std::string Write(const std::string& out, Format f, LmdbLayout lmdb = LmdbLayout
   auto w = CreateLayoutWriter(out, *o);
   REQUIRE(w.ok());
   (*w)->SetClasses({"even", "odd"}, "cls");
-  for (const auto& s : Samples()) REQUIRE((*w)->Add(s).ok());
+  for (const auto& s : CrcSamples()) REQUIRE((*w)->Add(s).ok());
   LayoutSummary sum;
   REQUIRE((*w)->Finish(&sum).ok());
   return out;
@@ -51,7 +51,7 @@ std::string FileWith(const std::string& dir, const std::string& needle) {
   return "";
 }
 
-std::vector<std::string> Problems(const std::string& path) {
+std::vector<std::string> CrcProblems(const std::string& path) {
   LayoutVerifyReport rep;
   REQUIRE(VerifyLayout(path, &rep, nullptr).ok());
   return rep.problems;
@@ -94,7 +94,7 @@ TEST_CASE("a changed payload byte fails every read in every interop layout", "[f
                         Case{Format::kLmdb, LmdbLayout::kSample, "LMDB key 0000000003"}}) {
     INFO(FormatName(c.f));
     test::TempDir dir;
-    std::string out = Write(dir / "ds", c.f, c.lmdb);
+    std::string out = CrcWrite(dir / "ds", c.f, c.lmdb);
     auto r = OpenLayout(out);
     REQUIRE(r.ok());
     CHECK((*r)->Info()["reads"].get<std::string>().find("checked") == 0);
@@ -137,8 +137,8 @@ TEST_CASE("verify checks every file dspack.json lists: sidecars and classes.txt"
     for (const char* how : {"flip", "truncate", "delete"}) {
       INFO(FormatName(c.f) << " " << c.file << " " << how);
       test::TempDir dir;
-      std::string out = Write(dir / "ds", c.f);
-      REQUIRE(Problems(out).empty());
+      std::string out = CrcWrite(dir / "ds", c.f);
+      REQUIRE(CrcProblems(out).empty());
       std::string path = out + "/" + c.file;
       REQUIRE(fs::exists(path));
       std::string data = test::ReadFile(path);
@@ -150,7 +150,7 @@ TEST_CASE("verify checks every file dspack.json lists: sidecars and classes.txt"
       } else {
         fs::remove(path);
       }
-      auto p = Problems(out);
+      auto p = CrcProblems(out);
       REQUIRE_FALSE(p.empty());
       CHECK_THAT(p[0], Catch::Contains(c.file));
     }
@@ -161,13 +161,13 @@ TEST_CASE("a deleted dspack.json is a damaged dataset, never foreign data", "[fo
   for (Format f : {Format::kWds, Format::kTfrecord, Format::kRecordio, Format::kLmdb}) {
     INFO(FormatName(f));
     test::TempDir dir;
-    std::string out = Write(dir / "ds", f);
+    std::string out = CrcWrite(dir / "ds", f);
     fs::remove(out + "/dspack.json");
     auto r = OpenLayout(out);
     REQUIRE_FALSE(r.ok());
     CHECK(r.status().code() == Code::kCorruption);
     CHECK_THAT(r.status().message(), Catch::Contains("dspack.json: missing"));
-    auto p = Problems(out);
+    auto p = CrcProblems(out);
     REQUIRE(p.size() == 1);
     CHECK_THAT(p[0], Catch::Contains("dspack.json: missing"));
   }
@@ -176,7 +176,7 @@ TEST_CASE("a deleted dspack.json is a damaged dataset, never foreign data", "[fo
 TEST_CASE("a dataset without dspack.crc (another writer) reads unchecked and says so",
           "[formats]") {
   test::TempDir dir;
-  std::string out = Write(dir / "ds", Format::kRecordio);
+  std::string out = CrcWrite(dir / "ds", Format::kRecordio);
   fs::remove(out + "/dspack.json");
   fs::remove(out + "/dspack.crc");
   auto r = OpenLayout(out);

@@ -16,7 +16,7 @@ namespace {
 
 const Format kSharded[] = {Format::kNative, Format::kWds, Format::kTfrecord, Format::kRecordio};
 
-std::vector<Sample> Samples(int n) {
+std::vector<Sample> ReaderSamples(int n) {
   std::vector<Sample> v;
   for (int i = 0; i < n; i++) {
     Sample s;
@@ -53,7 +53,7 @@ std::vector<uint64_t> All(uint64_t n) {
 TEST_CASE("readers: an EIO in the middle of a shard read names the file and the offset",
           "[formats]") {
   test::TempDir dir;
-  auto samples = Samples(30);
+  auto samples = ReaderSamples(30);
   for (Format f : kSharded) {
     INFO(FormatName(f));
     std::string out = WriteLayout(dir / std::string(FormatName(f)), f, samples);
@@ -90,7 +90,7 @@ TEST_CASE("readers: an EIO in the middle of a shard read names the file and the 
 
 TEST_CASE("readers: short reads from the backend are continued, never returned", "[formats]") {
   test::TempDir dir;
-  auto samples = Samples(12);
+  auto samples = ReaderSamples(12);
   for (Format f : kSharded) {
     INFO(FormatName(f));
     std::string out = WriteLayout(dir / std::string(FormatName(f)), f, samples);
@@ -109,7 +109,7 @@ TEST_CASE("readers: short reads from the backend are continued, never returned",
 
 TEST_CASE("readers: the counting backend's bill of a layout", "[formats]") {
   test::TempDir dir;
-  auto samples = Samples(30);
+  auto samples = ReaderSamples(30);
   for (Format f : kSharded) {
     INFO(FormatName(f));
     std::string out = WriteLayout(dir / std::string(FormatName(f)), f, samples);
@@ -160,7 +160,7 @@ class NoMmapStorage final : public StorageDecorator {
 TEST_CASE("readers: what needs a mapped file asks the backend, and says why it refuses",
           "[formats]") {
   test::TempDir dir;
-  auto samples = Samples(10);
+  auto samples = ReaderSamples(10);
   auto nomap = std::make_shared<NoMmapStorage>(LocalStorage());
   std::string lmdb = WriteLayout(dir / "lmdb", Format::kLmdb, samples);
   auto refused = OpenLayout(StorageRef{nomap, lmdb});

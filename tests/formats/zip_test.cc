@@ -108,7 +108,7 @@ with zipfile.ZipFile(out, "w", method) as z:
 }
 
 // Offset of the n-th occurrence of a 4-byte signature.
-size_t Find(const std::string& bytes, uint32_t sig, int nth = 0) {
+size_t ZipFind(const std::string& bytes, uint32_t sig, int nth = 0) {
   std::string s;
   PutLE32(&s, sig);
   size_t pos = bytes.find(s);
@@ -118,7 +118,7 @@ size_t Find(const std::string& bytes, uint32_t sig, int nth = 0) {
 }
 
 // Opens path and reads every member; the first error, or OK.
-Status ReadAll(const std::string& path) {
+Status ZipReadAll(const std::string& path) {
   auto z = ZipArchive::Open(path);
   if (!z.ok()) return z.status();
   for (uint64_t s = 0; s < z->sample_count(); s++) {
@@ -261,8 +261,8 @@ TEST_CASE("zip: bad inputs are one line naming the file, the member and the offs
   WriteFile(t / "tree/b.bin", Random(3000, 7));                  // stored
   REQUIRE(WriteZip(t / "tree", t / "ok.zip").ok());
   const std::string good = ReadFile(t / "ok.zip");
-  REQUIRE(ReadAll(t / "ok.zip").ok());
-  const size_t cd = Find(good, zip::kCentralSig), cd_b = Find(good, zip::kCentralSig, 1);
+  REQUIRE(ZipReadAll(t / "ok.zip").ok());
+  const size_t cd = ZipFind(good, zip::kCentralSig), cd_b = ZipFind(good, zip::kCentralSig, 1);
   const size_t local_b = LoadLE32(&good[cd_b + 42]);
   auto patched = [&](const std::string& name, auto&& edit) {
     std::string bytes = good;
@@ -277,7 +277,7 @@ TEST_CASE("zip: bad inputs are one line naming the file, the member and the offs
                                {"cut.zip", good.substr(0, good.size() - 10)},
                                {"cut-in-data.zip", good.substr(0, 2000)}}) {
       WriteFile(t / name, bytes);
-      Status s = ReadAll(t / name);
+      Status s = ZipReadAll(t / name);
       CHECK(s.code() == Code::kBadInput);
       CHECK(Has(s, t / name));
       CHECK(Has(s, "no end of central directory record"));
@@ -288,39 +288,39 @@ TEST_CASE("zip: bad inputs are one line naming the file, the member and the offs
     std::string bytes = good;
     bytes.erase(100, 50);
     WriteFile(t / "hole.zip", bytes);
-    Status s = ReadAll(t / "hole.zip");
+    Status s = ZipReadAll(t / "hole.zip");
     CHECK(s.code() == Code::kBadInput);
     CHECK(Has(s, "central directory"));
     CHECK(Has(s, "at offset " + std::to_string(LoadLE32(&good[good.size() - 6]))));
   }
   SECTION("member data past the end of the file") {
     auto p = patched("long.zip", [&](std::string& b) { StoreLE32(&b[cd + 20], 1 << 30); });
-    Status s = ReadAll(p);
+    Status s = ZipReadAll(p);
     CHECK(s.code() == Code::kBadInput);
     CHECK(Has(s, p + ": member a.txt at offset 0"));
     CHECK(Has(s, "run past the end of the file"));
   }
   SECTION("a flipped byte in deflated data: CRC or inflate error") {
     auto p = patched("flip.zip", [&](std::string& b) { b[30 + 5 + 3] ^= 0x55; });
-    Status s = ReadAll(p);
+    Status s = ZipReadAll(p);
     CHECK(s.code() == Code::kCorruption);
     CHECK(Has(s, p + ": member a.txt at offset 0"));
   }
   SECTION("a flipped byte in stored data: CRC mismatch") {
     auto p = patched("crc.zip", [&](std::string& b) { b[local_b + 30 + 5 + 100] ^= 1; });
-    Status s = ReadAll(p);
+    Status s = ZipReadAll(p);
     CHECK(s.code() == Code::kCorruption);
     CHECK(Has(s, p + ": member b.bin at offset " + std::to_string(local_b)));
     CHECK(Has(s, "CRC-32 mismatch"));
   }
   SECTION("encrypted members: refused at open (central flag) or read (local flag)") {
     REQUIRE(Sh("cd " + Q(t / "tree") + " && zip -q -P pw ../enc.zip a.txt") == 0);
-    Status s = ReadAll(t / "enc.zip");
+    Status s = ZipReadAll(t / "enc.zip");
     CHECK(s.code() == Code::kBadInput);
     CHECK(Has(s, t / "enc.zip: encrypted member a.txt (central directory entry at offset"));
     CHECK(Has(s, "decrypt first"));
     auto p = patched("enc-local.zip", [&](std::string& b) { b[local_b + 6] |= 1; });
-    s = ReadAll(p);
+    s = ZipReadAll(p);
     CHECK(s.code() == Code::kBadInput);
     CHECK(Has(s, "encrypted member b.bin (local header at offset " + std::to_string(local_b)));
   }
@@ -329,21 +329,21 @@ TEST_CASE("zip: bad inputs are one line naming the file, the member and the offs
       StoreLE16(&b[8], 12);
       StoreLE16(&b[cd + 10], 12);
     });
-    Status s = ReadAll(p);
+    Status s = ZipReadAll(p);
     CHECK(s.code() == Code::kBadInput);
     CHECK(Has(s, p + ": member a.txt (central directory entry at offset " + std::to_string(cd)));
     CHECK(Has(s, "unsupported compression method 12 (bzip2)"));
   }
   SECTION("no local header where the central directory points") {
     auto p = patched("off.zip", [&](std::string& b) { StoreLE32(&b[cd_b + 42], local_b + 1); });
-    Status s = ReadAll(p);
+    Status s = ZipReadAll(p);
     CHECK(s.code() == Code::kBadInput);
     CHECK(Has(s, p + ": member b.bin at offset " + std::to_string(local_b + 1)));
     CHECK(Has(s, "no local file header signature"));
   }
   SECTION("multi-disk archive") {
     auto p = patched("disk.zip", [&](std::string& b) { StoreLE16(&b[b.size() - 22 + 4], 1); });
-    Status s = ReadAll(p);
+    Status s = ZipReadAll(p);
     CHECK(s.code() == Code::kBadInput);
     CHECK(Has(s, "multi-disk"));
     CHECK(Has(s, "at offset " + std::to_string(good.size() - 22)));
@@ -369,7 +369,7 @@ TEST_CASE("zip: every flipped byte and every cut of a small zip is read without 
   REQUIRE(WriteZip(t / "tree", t / "w.zip").ok());
   for (const char* name : {"w.zip", "fz.zip"}) {
     const std::string good = ReadFile(t / name);
-    REQUIRE(ReadAll(t / name).ok());
+    REQUIRE(ZipReadAll(t / name).ok());
     int errors = 0, flipped = 0;
     for (size_t i = 0; i < good.size(); i++) {
       if (!test::ExhaustiveVisits(i, good.size())) continue;
@@ -378,13 +378,13 @@ TEST_CASE("zip: every flipped byte and every cut of a small zip is read without 
         std::string bad = good;
         bad[i] = static_cast<char>(bad[i] ^ x);
         WriteFile(t / "bad.zip", bad);
-        errors += !ReadAll(t / "bad.zip").ok();
+        errors += !ZipReadAll(t / "bad.zip").ok();
       }
     }
     for (size_t n = 0; n < good.size(); n++) {
       if (!test::ExhaustiveVisits(n, good.size())) continue;
       WriteFile(t / "bad.zip", good.substr(0, n));
-      CHECK_FALSE(ReadAll(t / "bad.zip").ok());
+      CHECK_FALSE(ZipReadAll(t / "bad.zip").ok());
     }
     CHECK(errors > flipped);  // most flips are caught (3 masks per offset)
   }

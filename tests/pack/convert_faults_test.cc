@@ -16,15 +16,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string Synth(const test::TempDir& dir, uint64_t n) {
+std::string FaultSynth(const test::TempDir& dir, uint64_t n) {
   SynthOptions so{"tiny-files", dir / "src", n, 7, 2};
   SynthReport r;
   REQUIRE(Synthesize(so, &r).ok());
   return so.dir;
 }
 
-ConvertOptions Opts(const std::string& src, const std::string& out, Format f,
-                    std::shared_ptr<Storage> storage) {
+ConvertOptions FaultOpts(const std::string& src, const std::string& out, Format f,
+                         std::shared_ptr<Storage> storage) {
   ConvertOptions o;
   o.src = src;
   o.out = out;
@@ -47,14 +47,14 @@ std::string Leftovers(const std::string& dir) {
 
 TEST_CASE("convert: ENOSPC at any write leaves nothing under a final name", "[pack]") {
   test::TempDir dir;
-  std::string src = Synth(dir, 300);
+  std::string src = FaultSynth(dir, 300);
   for (Format f : {Format::kNative, Format::kWds, Format::kTfrecord, Format::kRecordio}) {
     CAPTURE(FormatName(f));
     // A clean run through the same decorator counts the writes a convert makes.
     auto clean = std::make_shared<FaultStorage>(LocalStorage());
     std::string ok_out = dir / ("ok-" + std::string(FormatName(f)));
     ConvertReport report;
-    REQUIRE(Convert(Opts(src, ok_out, f, clean), &report).ok());
+    REQUIRE(Convert(FaultOpts(src, ok_out, f, clean), &report).ok());
     uint64_t writes = clean->count(StorageOp::kWrite);
     REQUIRE(writes > 10);
     for (uint64_t nth : {uint64_t{1}, writes / 3, writes / 2, writes - 1, writes}) {
@@ -62,7 +62,7 @@ TEST_CASE("convert: ENOSPC at any write leaves nothing under a final name", "[pa
       auto fault = std::make_shared<FaultStorage>(LocalStorage());
       fault->FailOp(StorageOp::kWrite, nth, ENOSPC);
       std::string out = dir / "out";
-      Status st = Convert(Opts(src, out, f, fault), &report);
+      Status st = Convert(FaultOpts(src, out, f, fault), &report);
       REQUIRE(st.code() == Code::kNoSpace);
       // One line naming the file and the offset, and saying what happened.
       CHECK(st.message().find(out + "/") != std::string::npos);
@@ -96,7 +96,7 @@ std::string Contents(const std::string& dir) {
 
 TEST_CASE("convert --force: a crash before the commit keeps the previous dataset", "[pack]") {
   test::TempDir dir;
-  std::string old_src = Synth(dir, 150);
+  std::string old_src = FaultSynth(dir, 150);
   SynthOptions so{"tiny-files", dir / "src-new", 220, 11, 2};
   SynthReport sr;
   REQUIRE(Synthesize(so, &sr).ok());
@@ -106,7 +106,7 @@ TEST_CASE("convert --force: a crash before the commit keeps the previous dataset
     const std::string out = dir / ("out-" + std::string(FormatName(f)));
     const std::string stage = out + std::string(".dspack-replace");
     auto convert = [&](const std::string& src, std::shared_ptr<Storage> storage) {
-      ConvertOptions o = Opts(src, out, f, std::move(storage));
+      ConvertOptions o = FaultOpts(src, out, f, std::move(storage));
       o.existing = ExistingOutput::kReplace;
       ConvertReport report;
       return Convert(o, &report);
@@ -158,9 +158,9 @@ TEST_CASE("convert --force: a crash before the commit keeps the previous dataset
 
 TEST_CASE("convert --force: a sibling holding foreign files is refused, named", "[pack]") {
   test::TempDir dir;
-  std::string src = Synth(dir, 40);
+  std::string src = FaultSynth(dir, 40);
   const std::string out = dir / "out";
-  ConvertOptions o = Opts(src, out, Format::kNative, nullptr);
+  ConvertOptions o = FaultOpts(src, out, Format::kNative, nullptr);
   ConvertReport report;
   REQUIRE(Convert(o, &report).ok());
   fs::create_directory(out + ".dspack-replace");
@@ -171,4 +171,20 @@ TEST_CASE("convert --force: a sibling holding foreign files is refused, named", 
   CHECK(st.message().find(out + ".dspack-replace: holds 'notes.txt'") != std::string::npos);
   CHECK(fs::exists(out + ".dspack-replace/notes.txt"));
   CHECK(!Contents(out).empty());  // the dataset in OUT is untouched
+}
+
+TEST_CASE("convert --force through a symlinked OUT replaces in place, keeping the link", "[pack]") {
+  test::TempDir dir;
+  std::string src = FaultSynth(dir, 40);
+  const std::string real = dir / "real", out = dir / "link";
+  ConvertOptions o = FaultOpts(src, real, Format::kNative, nullptr);
+  ConvertReport report;
+  REQUIRE(Convert(o, &report).ok());
+  fs::create_directory_symlink(real, out);
+  o.out = out;
+  o.existing = ExistingOutput::kReplace;
+  REQUIRE(Convert(o, &report).ok());
+  CHECK(fs::is_symlink(out));  // the link was not swapped away
+  CHECK(!Contents(out).empty());
+  CHECK(!fs::exists(out + ".dspack-replace"));
 }

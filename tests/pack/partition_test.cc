@@ -67,7 +67,7 @@ class ThreadJob : public PackJob {
   int rank_;
 };
 
-ConvertOptions Opts(const std::string& src, const std::string& out) {
+ConvertOptions PartOpts(const std::string& src, const std::string& out) {
   ConvertOptions o;
   o.src = src;
   o.out = out;
@@ -99,7 +99,7 @@ std::vector<std::pair<Status, ConvertReport>> RunJob(const ConvertOptions& o, in
   return out;
 }
 
-std::string Synth(const test::TempDir& dir, uint64_t n) {
+std::string PartSynth(const test::TempDir& dir, uint64_t n) {
   SynthOptions so{"imagenet-like", dir / "src", n, 7, 2};
   SynthReport r;
   REQUIRE(Synthesize(so, &r).ok());
@@ -155,14 +155,14 @@ TEST_CASE("AgreeOnStatus: the lowest failed rank's status, prefixed, on every ra
 TEST_CASE("a partitioned convert is byte-identical to one process for any rank count",
           "[pack][partition]") {
   test::TempDir dir;
-  std::string src = Synth(dir, 120);
+  std::string src = PartSynth(dir, 120);
   ConvertReport one;
-  REQUIRE(Convert(Opts(src, dir / "ref"), &one).ok());
+  REQUIRE(Convert(PartOpts(src, dir / "ref"), &one).ok());
   REQUIRE(one.shards > 4);
   std::string ref = test::DirBytes(dir / "ref");
   for (int n : {2, 3, static_cast<int>(one.shards) + 2}) {
     std::string out = dir / ("out" + std::to_string(n));
-    auto res = RunJob(Opts(src, out), n);
+    auto res = RunJob(PartOpts(src, out), n);
     for (const auto& [s, r] : res) {
       INFO(n << " ranks: " << s.ToString());
       REQUIRE(s.ok());
@@ -177,10 +177,10 @@ TEST_CASE("a partitioned convert is byte-identical to one process for any rank c
 TEST_CASE("a partitioned convert into wds, tfrecord or recordio is byte-identical too",
           "[pack][partition]") {
   test::TempDir dir;
-  std::string src = Synth(dir, 90);
+  std::string src = PartSynth(dir, 90);
   for (Format f : {Format::kWds, Format::kTfrecord, Format::kRecordio}) {
     std::string name(FormatName(f));
-    ConvertOptions o = Opts(src, dir / (name + "-ref"));
+    ConvertOptions o = PartOpts(src, dir / (name + "-ref"));
     o.format = f;
     o.layout.align.reset();
     if (f == Format::kWds) o.layout.dali_index = true;  // a sidecar per shard
@@ -205,7 +205,7 @@ TEST_CASE("a partitioned convert into wds, tfrecord or recordio is byte-identica
 TEST_CASE("a file that changes size after the plan fails every rank and leaves nothing",
           "[pack][partition]") {
   test::TempDir dir;
-  std::string src = Synth(dir, 60);
+  std::string src = PartSynth(dir, 60);
   std::string victim;
   for (const auto& e : std::filesystem::recursive_directory_iterator(src)) {
     if (e.is_regular_file()) victim = e.path();
@@ -220,7 +220,7 @@ TEST_CASE("a file that changes size after the plan fails every rank and leaves n
     }
   };
   std::string out = dir / "out";
-  auto res = RunJob(Opts(src, out), 2, &b);
+  auto res = RunJob(PartOpts(src, out), 2, &b);
   for (const auto& [s, r] : res) {
     CHECK(s.code() == Code::kBadInput);
     CHECK_THAT(s.message(), Catch::Contains("changed size since the shards were planned"));
@@ -232,12 +232,12 @@ TEST_CASE("a file that changes size after the plan fails every rank and leaves n
 TEST_CASE("a partitioned convert refuses what does not partition, before any work",
           "[pack][partition]") {
   test::TempDir dir;
-  std::string src = Synth(dir, 10);
-  ConvertOptions lmdb = Opts(src, dir / "lmdb");
+  std::string src = PartSynth(dir, 10);
+  ConvertOptions lmdb = PartOpts(src, dir / "lmdb");
   lmdb.format = Format::kLmdb;
   lmdb.layout.align.reset();
   lmdb.layout.shard_size.reset();
-  ConvertOptions skip = Opts(src, dir / "skip");
+  ConvertOptions skip = PartOpts(src, dir / "skip");
   skip.on_error = OnError::kSkip;
   for (const ConvertOptions& o : {lmdb, skip}) {
     for (const auto& [s, r] : RunJob(o, 2)) {

@@ -17,7 +17,7 @@ using namespace ds::sync;
 
 namespace {
 
-bool Exists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
+bool CommitExists(const std::string& p) { return ::access(p.c_str(), F_OK) == 0; }
 
 std::vector<JournalEntry> FileEntries(const std::string& dst, const std::string& rel) {
   std::vector<JournalEntry> v;
@@ -44,13 +44,13 @@ TEST_CASE("Committer: final names appear only when a batch commits or on Flush",
   };
   auto committed = [&](size_t i) {
     std::string rel = "f" + std::to_string(i);
-    return Exists(dst / rel) && !Exists(dst / TmpRel(rel)) &&
+    return CommitExists(dst / rel) && !CommitExists(dst / TmpRel(rel)) &&
            FileEntries(dst.path(), rel).size() == 1;
   };
   add(0, 10);
   add(1, 10, /*make_tmp=*/false);  // its rename fails; the batch's other files still commit
-  CHECK_FALSE(Exists(dst / "f0"));
-  CHECK(Exists(dst / TmpRel("f0")));
+  CHECK_FALSE(CommitExists(dst / "f0"));
+  CHECK(CommitExists(dst / TmpRel("f0")));
   CHECK(ParseJournal(test::ReadFile(dst / kJournalName)).empty());
   c.Flush(&results);
   CHECK(committed(0));
@@ -64,7 +64,7 @@ TEST_CASE("Committer: final names appear only when a batch commits or on Flush",
   CHECK(committed(2));
   // A batch full by files: nothing until the kBatchFiles-th Add.
   for (size_t i = 3; i < Committer::kBatchFiles + 2; i++) add(i, 1);
-  CHECK_FALSE(Exists(dst / "f3"));
+  CHECK_FALSE(CommitExists(dst / "f3"));
   add(Committer::kBatchFiles + 2, 1);
   for (size_t i : {size_t{3}, Committer::kBatchFiles + 2}) CHECK(committed(i));
   CHECK(FileEntries(dst.path(), "f3").at(0) == JournalEntry{'F', 2, 3, 0, 2, 3, "f3"});
@@ -92,8 +92,8 @@ TEST_CASE("Committer: a batch that cannot be made durable fails its files, tmp f
     INFO(rel);
     CHECK_FALSE(results[i].status.ok());
     CHECK_THAT(results[i].status.message(), Catch::Contains("gone: syncfs"));
-    CHECK_FALSE(Exists(dir / rel));
-    CHECK_FALSE(Exists(dir / TmpRel(rel)));
+    CHECK_FALSE(CommitExists(dir / rel));
+    CHECK_FALSE(CommitExists(dir / TmpRel(rel)));
   }
   CHECK(ParseJournal(test::ReadFile(dir / kJournalName)).empty());
 }
