@@ -20,9 +20,9 @@ werror=-DDSPACK_WERROR=${DSPACK_WERROR:-ON}
 # this 2-core machine, its tests took 105 s against 164 s at -O0 and its build 270 s against
 # 207 s; the tests are the larger share on the slower CI host.
 # Unity builds (CMAKE_UNITY_BUILD: a library's or a tool's files compiled in batches of 8): measured
-# here, a clean plain build took 341 s against 464 s one file at a time. The unit tests compile one
-# by one (tests/CMakeLists.txt). A developer's build (cmake without it) stays file by file, so an
-# include missing from one file is still caught there and by the installed-header check.
+# here, a clean plain build took 341 s against 464 s one file at a time (the unit tests then still
+# one by one). A developer's build (cmake without it) stays file by file, so an include missing
+# from one file is still caught there and by the installed-header check.
 g1=(-DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O2 -g1 -DNDEBUG" -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g1"
     -DCMAKE_UNITY_BUILD=ON)
 
