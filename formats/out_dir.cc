@@ -135,6 +135,14 @@ Status PrepareStage(Storage& storage, const OutDirSpec& spec, OutDirState* state
 
 }  // namespace
 
+Status ExplainNoSpace(const OutDirState& state, Status s) {
+  if (s.code() != Code::kNoSpace || !state.staged()) return s;
+  return Status(Code::kNoSpace,
+                s.message() + "; a replace keeps the previous dataset in " + state.out +
+                    " until the new one is whole, so both must fit: free room, or remove it first",
+                s.err());
+}
+
 Status PublishOutput(Storage& storage, OutDirState* state) {
   if (state->staged()) {
     std::string old = state->dir;  // after the swap, the previous dataset is here

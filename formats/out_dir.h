@@ -81,6 +81,10 @@ Result<OutDirState> PrepareOutputDir(Storage& storage, const std::string& out,
 // the locks: readers may open OUT. On error OUT still holds the previous dataset.
 Status PublishOutput(Storage& storage, OutDirState* state);
 
+// A writer's error, with a hint when a staged replace ran out of room (kNoSpace): the disk holds
+// both datasets until the swap, so free room or remove OUT first. Any other status as it is.
+Status ExplainNoSpace(const OutDirState& state, Status s);
+
 // Removes what a failed writer created under OUT, newest first (so a crash mid-cleanup never
 // leaves a commit point over missing files), then OUT itself when the writer created it. Best
 // effort: a file already gone is fine, and nothing else is reported (the writer's own error is

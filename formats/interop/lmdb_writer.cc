@@ -326,6 +326,7 @@ class Writer : public LayoutWriter {
   }
 
   Status Fail(Status s) {
+    s = ExplainNoSpace(out_dir_, std::move(s));
     if (!s.ok() && status_.ok()) status_ = s;
     return s;
   }

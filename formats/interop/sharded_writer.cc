@@ -25,6 +25,7 @@ ShardedWriter::~ShardedWriter() {
 }
 
 Status ShardedWriter::Fail(Status s) {
+  s = ExplainNoSpace(out_dir_, std::move(s));
   if (!s.ok() && status_.ok()) status_ = s;
   return s;
 }

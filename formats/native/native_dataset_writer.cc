@@ -94,6 +94,7 @@ Result<std::unique_ptr<DatasetWriter>> DatasetWriter::Create(const std::string& 
 }
 
 Status DatasetWriter::Fail(Status s) {
+  s = ExplainNoSpace(out_dir_, std::move(s));
   if (status_.ok()) status_ = s;
   return s;
 }

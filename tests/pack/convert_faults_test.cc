@@ -188,3 +188,28 @@ TEST_CASE("convert --force through a symlinked OUT replaces in place, keeping th
   CHECK(!Contents(out).empty());
   CHECK(!fs::exists(out + ".dspack-replace"));
 }
+
+TEST_CASE("convert --force out of room: the old dataset stays, the error says why", "[pack]") {
+  test::TempDir dir;
+  std::string src = FaultSynth(dir, 200);
+  for (Format f : {Format::kNative, Format::kWds}) {
+    CAPTURE(FormatName(f));
+    const std::string out = dir / ("out-" + std::string(FormatName(f)));
+    ConvertOptions o = FaultOpts(src, out, f, nullptr);
+    ConvertReport report;
+    REQUIRE(Convert(o, &report).ok());
+    const std::string old_data = Contents(out);
+    auto fault = std::make_shared<FaultStorage>(LocalStorage());
+    fault->FailOp(StorageOp::kWrite, 5, ENOSPC);
+    o.out_storage = fault;
+    o.existing = ExistingOutput::kReplace;
+    Status st = Convert(o, &report);
+    REQUIRE(st.code() == Code::kNoSpace);
+    CHECK(st.message().find(out + ".dspack-replace/") != std::string::npos);
+    CHECK(st.message().find("so both must fit: free room, or remove it first") !=
+          std::string::npos);
+    CHECK(st.message().find('\n') == std::string::npos);
+    CHECK(Contents(out) == old_data);
+    CHECK(!fs::exists(out + ".dspack-replace"));  // the failed replacement is gone
+  }
+}
