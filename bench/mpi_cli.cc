@@ -217,32 +217,7 @@ int FailRank(mpi::World& world, const Status& s) {
   return world.Fail(kDsbench, EscapeBytes(RenderDsbenchFlags(s.message())), ExitCode(s));
 }
 
-// The epoch barrier of a replay under mpirun, where the ranks also agree to stop (Ctrl-C reaches
-// each rank at its own moment; one that stopped alone would leave the others at this barrier).
-static std::function<Result<bool>(int)> EpochBarrier(mpi::World& world) {
-  return [&world](int e) -> Result<bool> {
-    DS_ASSIGN_OR_RETURN(uint64_t stopping, world.SumAll(StopRequested() ? 1 : 0,
-                                                        "the start of epoch " + std::to_string(e)));
-    return stopping == 0;
-  };
-}
-
-CompareRanks CompareRanksOf(mpi::World& world) {
-  CompareRanks r;
-  r.rank = world.rank();
-  r.world = world.size();
-  r.host = world.host();
-  r.barrier = [&world](std::string_view what) { return world.Barrier(what); };
-  r.before_epoch = EpochBarrier(world);
-  r.gather = [&world](const std::string& mine, std::string_view what) {
-    return world.Gather(mine, what);
-  };
-  r.stopping = [&world]() -> Result<bool> {
-    DS_ASSIGN_OR_RETURN(uint64_t n, world.SumAll(StopRequested() ? 1 : 0, "the next run"));
-    return n > 0;
-  };
-  return r;
-}
+CompareRanks CompareRanksOf(mpi::World& world) { return CompareRanks{&world, world.host()}; }
 
 int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemProbe& probe) {
   const int rank = world.rank();

@@ -33,6 +33,7 @@
 #include <string_view>
 #include <vector>
 
+#include "src/job.h"
 #include "src/status.h"
 
 namespace ds::mpi {
@@ -42,7 +43,7 @@ std::string LauncherEnv();
 // True when this build has MPI.
 bool Built();
 
-class World {
+class World final : public Job {
  public:
   // See the file comment. Returns an error (kUnsupported) for a launcher with several ranks in
   // a build without MPI.
@@ -61,8 +62,8 @@ class World {
   void set_stop(std::function<bool()> stop) { stop_ = std::move(stop); }
   void set_abort_cleanup(std::function<void()> cleanup) { cleanup_ = std::move(cleanup); }
 
-  int rank() const { return rank_; }
-  int size() const { return size_; }
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
   bool mpi() const { return mpi_; }  // false: a plain process, a world of one
   const std::string& host() const { return host_; }
   void set_tool(std::string tool) { tool_ = std::move(tool); }  // the prefix of its messages
@@ -72,9 +73,16 @@ class World {
   void set_json_errors(bool on) { json_errors_ = on; }
 
   // Collectives: every rank calls them in the same order. `what` names the wait in a timeout.
-  Status Barrier(std::string_view what);
-  // Rank 0 gets every rank's bytes, in rank order; the others get an empty vector.
-  Result<std::vector<std::string>> Gather(const std::string& mine, std::string_view what);
+  // The job's collectives (src/job.h): Barrier, Gather and Sum are MPI's; AllGather is a gather
+  // and a broadcast of the lot; Broadcast(bytes) is BroadcastInPlace from rank 0.
+  Status Barrier(std::string_view what) override;
+  Result<std::vector<std::string>> Gather(const std::string& mine, std::string_view what) override;
+  Result<std::vector<std::string>> AllGather(const std::string& mine,
+                                             std::string_view what) override;
+  Status Broadcast(std::string* bytes, std::string_view what) override {
+    return BroadcastInPlace(bytes, 0, what);
+  }
+  Result<uint64_t> Sum(uint64_t mine, std::string_view what) override { return SumAll(mine, what); }
   // Every rank gets root's `data` (root passes it; the others' is ignored).
   Result<std::string> Broadcast(const std::string& data, int root, std::string_view what);
   // The same in place, without a copy: root's *data is sent, every other rank's is replaced.

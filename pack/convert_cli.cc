@@ -39,39 +39,6 @@ constexpr OptionName kFlags[] = {
 
 constexpr std::string_view kTool = "dspack";
 
-// A partitioned convert's job (pack/partition.h) over the MPI world.
-class WorldJob : public PackJob {
- public:
-  explicit WorldJob(mpi::World& w) : w_(w) {}
-  int rank() const override { return w_.rank(); }
-  int size() const override { return w_.size(); }
-  Result<std::vector<std::string>> Gather(const std::string& mine, std::string_view what) override {
-    return w_.Gather(mine, what);
-  }
-  Result<std::vector<std::string>> AllGather(const std::string& mine,
-                                             std::string_view what) override {
-    // Rank 0 gathers and broadcasts the lot as length-prefixed parts.
-    DS_ASSIGN_OR_RETURN(auto parts, w_.Gather(mine, what));
-    std::string all;
-    for (const auto& p : parts) {
-      uint64_t n = p.size();
-      all.append(reinterpret_cast<const char*>(&n), 8).append(p);
-    }
-    DS_RETURN_IF_ERROR(w_.BroadcastInPlace(&all, 0, what));
-    std::vector<std::string> out;
-    for (size_t at = 0; at + 8 <= all.size();) {
-      uint64_t n = 0;
-      std::memcpy(&n, all.data() + at, 8);
-      out.push_back(all.substr(at + 8, n));
-      at += 8 + n;
-    }
-    return out;
-  }
-
- private:
-  mpi::World& w_;
-};
-
 std::string ConvertSummary(const ConvertOptions& o, const ConvertReport& r) {
   double t = r.total_seconds > 0 ? r.total_seconds : 1e-9;
   // From a dataset the inputs are its samples' fields, not files.
@@ -158,8 +125,7 @@ ConvertCommand::ConvertCommand(CLI::App& app) : f_(std::make_unique<Flags>()) {
       ->add_option("--threads", f.co.threads,
                    "Files read in parallel: operations in flight, which hide storage latency")
       ->capture_default_str();
-  f.conv->add_option("--align", f.align,
-                     "native: align record starts, e.g. 4k (default 1: none)");
+  f.conv->add_option("--align", f.align, "native: align record starts, e.g. 4k (default 1: none)");
   f.conv->add_flag("--label-from-dir", f.co.label_from_dir,
                    "Add a 'cls' field: index of the top-level class folder (writes classes.txt)");
   f.conv
@@ -237,7 +203,6 @@ int ConvertCommand::Run(int* argc, char*** argv) {
     // writes some shards and rank 0 commits (docs/mpi.md#partitioned-packing). Only rank 0
     // prints; every rank exits with the job's code.
     std::unique_ptr<mpi::World> world;
-    std::unique_ptr<WorldJob> job;
     if (!mpi::LauncherEnv().empty()) {
       auto started = mpi::World::Start(argc, argv);
       if (!started.ok()) return DspackFail(started.status());
@@ -246,18 +211,16 @@ int ConvertCommand::Run(int* argc, char*** argv) {
       world->set_json_errors(f.json);
       world->set_timeout(f.mpi_timeout);
       if (world->size() > 1) {
-        job = std::make_unique<WorldJob>(*world);
-        f.co.job = job.get();
+        f.co.job = world.get();  // mpi::World is the job (src/job.h)
         if (world->rank() != 0) f.quiet = true, f.json = false, f.co.progress = false;
       }
     }
     ConvertReport report;
     Status s = Convert(f.co, &report);
-    if (!s.ok()) return job && world->rank() != 0 ? ExitCode(s) : DspackFail(s);
+    if (!s.ok()) return f.co.job && world->rank() != 0 ? ExitCode(s) : DspackFail(s);
     if (report.already_complete) {
       if (!f.quiet)
-        std::printf("%s already holds the finished dataset; nothing to resume\n",
-                    f.co.out.c_str());
+        std::printf("%s already holds the finished dataset; nothing to resume\n", f.co.out.c_str());
       return 0;
     }
     if (f.json)

@@ -71,7 +71,7 @@ struct ConvertOptions {
   // The job this process is one of (`mpirun dspack convert`, pack/partition.h), or null. With
   // more than one process the convert is partitioned: every process must call Convert with the
   // same options and its own job.
-  PackJob* job = nullptr;
+  Job* job = nullptr;
 };
 
 inline constexpr uint64_t kInlineLimit = 1 << 20;

@@ -1,8 +1,8 @@
 // Packer::RunPartitioned: `mpirun -n N dspack convert SRC OUT` (pack/partition.h has the
 // contract, docs/mpi.md#partitioned-packing the user's view).
 //
-// Steps, each agreed on by every process before the next (AgreeOnStatus), so a failure on one
-// rank is every rank's failure and nobody waits on a rank that gave up:
+// Steps, each agreed on by every process before the next (Job::Agree, src/job.h), so a failure on
+// one rank is every rank's failure and nobody waits on a rank that gave up:
 //   1. what partitions (the same verdict everywhere, no collective needed);
 //   2. rank 0 creates the writer (prepares and locks OUT), then the others join OUT;
 //   3. every rank scans SRC; all must list the same files;
@@ -90,7 +90,7 @@ Status Packer::PartWrite(const std::vector<uint64_t>& starts, uint64_t first, ui
 }
 
 Status Packer::RunPartitioned(Clock::time_point t0) {
-  PackJob& job = *o_.job;
+  Job& job = *o_.job;
   const bool root = job.rank() == 0;
   r_->ranks = job.size();
   DS_RETURN_IF_ERROR(PartCheck());
@@ -101,30 +101,30 @@ Status Packer::RunPartitioned(Clock::time_point t0) {
     if (root && writer_) writer_->Abandon();
     return s;
   };
-  Status s = AgreeOnStatus(job, root ? PartCreateWriter() : Status::Ok(), "rank 0 preparing OUT");
-  if (s.ok()) s = AgreeOnStatus(job, root ? Status::Ok() : PartCreateWriter(), "joining OUT");
+  Status s = job.Agree(root ? PartCreateWriter() : Status::Ok(), "rank 0 preparing OUT");
+  if (s.ok()) s = job.Agree(root ? Status::Ok() : PartCreateWriter(), "joining OUT");
   if (!s.ok()) return failed(s);
   bool complete = root && resumable_ && resumable_->already_complete();
-  DS_ASSIGN_OR_RETURN(std::string finished, FromRoot(job, complete ? "yes" : "", "a resume"));
+  std::string finished = complete ? "yes" : "";
+  DS_RETURN_IF_ERROR(job.Broadcast(&finished, "a resume"));
   if (finished == "yes") {
     r_->already_complete = true;
     return Status::Ok();
   }
 
-  s = AgreeOnStatus(job, PartScan(), "scanning SRC");
+  s = job.Agree(PartScan(), "scanning SRC");
   if (!s.ok()) return failed(s);
   const FileTree& tree = source_->tree();
   std::string listed = fmt::format("{} files in {} samples (fingerprint {})", tree.file_count(),
                                    tree.sample_count(), HexU64(tree.Fingerprint()));
   DS_ASSIGN_OR_RETURN(auto lists, job.AllGather(listed, "the ranks' file lists"));
-  s = AgreeOnStatus(job,
-                    lists[0] == listed
-                        ? Status::Ok()
-                        : Status(Code::kBadInput,
-                                 fmt::format("{}: this rank lists {}, rank 0 {}; every rank must "
-                                             "see the same SRC, and nothing may write to it",
-                                             o_.src, listed, lists[0])),
-                    "comparing the file lists");
+  s = job.Agree(lists[0] == listed
+                    ? Status::Ok()
+                    : Status(Code::kBadInput,
+                             fmt::format("{}: this rank lists {}, rank 0 {}; every rank must "
+                                         "see the same SRC, and nothing may write to it",
+                                         o_.src, listed, lists[0])),
+                "comparing the file lists");
   if (!s.ok()) return failed(s);
   r_->scan_seconds = Since(t0);
 
@@ -134,7 +134,7 @@ Status Packer::RunPartitioned(Clock::time_point t0) {
   for (uint64_t i = 0; s.ok() && o_.label_from_dir && i < tree.sample_count(); i++) {
     s = labels_.Of(tree.key(i)).status().Prefixed(o_.src);
   }
-  s = AgreeOnStatus(job, s, "labelling the samples");
+  s = job.Agree(s, "labelling the samples");
   if (!s.ok()) return failed(s);
   auto sizes = SizeFiles(job, *source_, o_.threads);
   if (!sizes.ok()) return failed(sizes.status());
@@ -162,18 +162,18 @@ Status Packer::RunPartitioned(Clock::time_point t0) {
   std::vector<uint64_t> first = AssignShardRanges(shard_bytes, job.size());
 
   Result<std::string> done = root ? parted_->BeginJob(RunRecord()) : std::string();
-  s = AgreeOnStatus(job, done.status(), "rank 0 recording the run");
+  s = job.Agree(done.status(), "rank 0 recording the run");
   if (!s.ok()) return failed(s);
-  DS_ASSIGN_OR_RETURN(std::string done_all, FromRoot(job, *done, "the shards already written"));
+  std::string done_all = *done;
+  DS_RETURN_IF_ERROR(job.Broadcast(&done_all, "the shards already written"));
 
   std::string part;
   s = PartWrite(*starts, first[job.rank()], first[job.rank() + 1], done_all, &part);
-  s = AgreeOnStatus(job, s, "writing the shards");
+  s = job.Agree(s, "writing the shards");
   if (!s.ok()) return failed(s);
   DS_ASSIGN_OR_RETURN(auto parts, job.Gather(part, "the ranks' shards"));
   LayoutSummary sum;
-  s = AgreeOnStatus(job, root ? parted_->CommitParts(parts, &sum) : Status::Ok(),
-                    "rank 0 committing OUT");
+  s = job.Agree(root ? parted_->CommitParts(parts, &sum) : Status::Ok(), "rank 0 committing OUT");
   if (!s.ok()) return failed(s);
   r_->samples = tree.sample_count();
   r_->files = tree.file_count();

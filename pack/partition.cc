@@ -14,29 +14,6 @@
 
 namespace ds {
 
-Status AgreeOnStatus(PackJob& job, const Status& mine, std::string_view what) {
-  std::string word;
-  if (!mine.ok()) {
-    PutLE32(&word, static_cast<uint32_t>(mine.code()));
-    PutLE32(&word, static_cast<uint32_t>(mine.err()));
-    word += mine.message();
-  }
-  DS_ASSIGN_OR_RETURN(auto all, job.AllGather(word, what));
-  for (size_t r = 0; r < all.size(); r++) {
-    const std::string& w = all[r];
-    if (w.size() < 8) continue;
-    return Status(static_cast<Code>(LoadLE32(w.data())),
-                  fmt::format("rank {} of {}: {}", r, all.size(), w.substr(8)),
-                  static_cast<int>(LoadLE32(w.data() + 4)));
-  }
-  return Status::Ok();
-}
-
-Result<std::string> FromRoot(PackJob& job, const std::string& mine, std::string_view what) {
-  DS_ASSIGN_OR_RETURN(auto all, job.AllGather(job.rank() == 0 ? mine : std::string(), what));
-  return all.empty() ? std::string() : std::move(all[0]);
-}
-
 std::vector<uint64_t> AssignShardRanges(const std::vector<uint64_t>& shard_bytes, int n) {
   unsigned __int128 total = 0;  // 128-bit: the sums below cannot overflow
   for (uint64_t b : shard_bytes) total += b;
@@ -91,7 +68,7 @@ std::string Modified(int64_t ns) {
 
 }  // namespace
 
-Result<std::vector<uint64_t>> SizeFiles(PackJob& job, const SampleSource& source, int threads) {
+Result<std::vector<uint64_t>> SizeFiles(Job& job, const SampleSource& source, int threads) {
   const FileTree& tree = source.tree();
   uint64_t count = tree.file_count();
   uint64_t n = static_cast<uint64_t>(job.size()), r = static_cast<uint64_t>(job.rank());
@@ -101,8 +78,8 @@ Result<std::vector<uint64_t>> SizeFiles(PackJob& job, const SampleSource& source
   auto mine = share(r);
   auto check = n > 1 ? share(checked) : std::pair<uint64_t, uint64_t>{0, 0};
   std::vector<FileVersion> stats;
-  DS_RETURN_IF_ERROR(AgreeOnStatus(job, StatRanges(source, {mine, check}, threads, &stats),
-                                   "the sizes of SRC's files"));
+  DS_RETURN_IF_ERROR(
+      job.Agree(StatRanges(source, {mine, check}, threads, &stats), "the sizes of SRC's files"));
   std::string bytes;
   bytes.reserve((mine.second - mine.first) * 16);
   for (uint64_t i = 0; i < mine.second - mine.first; i++) {
@@ -137,7 +114,7 @@ Result<std::vector<uint64_t>> SizeFiles(PackJob& job, const SampleSource& source
                            tree.root(), EscapeBytes(tree.path(f)), here.size,
                            Modified(here.mtime_ns), checked, there.size, Modified(there.mtime_ns)));
   }
-  DS_RETURN_IF_ERROR(AgreeOnStatus(job, differ, "comparing the ranks' versions of SRC"));
+  DS_RETURN_IF_ERROR(job.Agree(differ, "comparing the ranks' versions of SRC"));
   std::vector<uint64_t> sizes;
   sizes.reserve(count);
   for (const auto& v : versions) sizes.push_back(v.size);

@@ -24,33 +24,12 @@
 #include <string_view>
 #include <vector>
 
+#include "src/job.h"
 #include "src/status.h"
 
 namespace ds {
 
 class SampleSource;
-
-// What a partitioned convert needs from the job (the CLI implements it over mpi/world.h; pack/
-// never links MPI). Collective: every process calls it in the same order.
-class PackJob {
- public:
-  virtual ~PackJob() = default;
-  virtual int rank() const = 0;
-  virtual int size() const = 0;
-  // Every process's bytes, in rank order, on every process.
-  virtual Result<std::vector<std::string>> AllGather(const std::string& mine,
-                                                     std::string_view what) = 0;
-  // Every process's bytes, in rank order, on rank 0; the others get an empty vector.
-  virtual Result<std::vector<std::string>> Gather(const std::string& mine,
-                                                  std::string_view what) = 0;
-};
-
-// Collective: OK on every process when `mine` is OK on all of them, else the lowest failed
-// rank's status, its message prefixed "rank R of N: ".
-Status AgreeOnStatus(PackJob& job, const Status& mine, std::string_view what);
-
-// Collective: rank 0's `mine` on every process.
-Result<std::string> FromRoot(PackJob& job, const std::string& mine, std::string_view what);
 
 // Shards [first[r], first[r+1]) go to process r: contiguous, by bytes (shard_bytes[k] is shard
 // k's), so each process writes about total / n. first has n + 1 entries, first[n] = shards.
@@ -61,6 +40,6 @@ std::vector<uint64_t> AssignShardRanges(const std::vector<uint64_t>& shard_bytes
 // size or mtime differs between the two (the ranks see different versions of SRC) fails the
 // step, naming it. `threads` threads stat (SampleSource::StatFile); a file that cannot be stat'd
 // fails the step on that rank.
-Result<std::vector<uint64_t>> SizeFiles(PackJob& job, const SampleSource& source, int threads);
+Result<std::vector<uint64_t>> SizeFiles(Job& job, const SampleSource& source, int threads);
 
 }  // namespace ds

@@ -107,7 +107,7 @@ class Reader {
 
 std::vector<CopyResult> FanoutCopy(const std::vector<PlanFile>& files,
                                    const std::vector<bool>& needed, const CopyOptions& o,
-                                   FanoutChannel* channel) {
+                                   Job* job) {
   std::vector<CopyResult> results;
   // Every rank planned SRC on its own: the lists must be the same, or the collectives below
   // would pair different files. Rank 0's fingerprint against each rank's.
@@ -119,8 +119,8 @@ std::vector<CopyResult> FanoutCopy(const std::vector<PlanFile>& files,
   }
   std::string mine = std::to_string(XXH3_64bits_digest(fp)), root = mine;
   XXH3_freeState(fp);
-  Status shared = channel->Share(&root);
-  auto differ = channel->CountTrue(!shared.ok() || root != mine);
+  Status shared = job->Broadcast(&root, "rank 0's list of files");
+  auto differ = job->Sum(!shared.ok() || root != mine ? 1 : 0, "the ranks whose list differs");
   if (!differ.ok() || *differ > 0) {
     Status st(Code::kBadInput,
               "the ranks planned different files from SRC (did it change while they started?); "
@@ -133,7 +133,7 @@ std::vector<CopyResult> FanoutCopy(const std::vector<PlanFile>& files,
   Committer committer(o.dst, o.journal);
   for (size_t i = 0; i < files.size(); i++) {
     const PlanFile& f = files[i];
-    auto wanted = channel->CountTrue(needed[i]);
+    auto wanted = job->Sum(needed[i] ? 1 : 0, "the ranks that need a file");
     if (!wanted.ok()) {
       if (needed[i])
         results.push_back(CopyResult{f.rel, 0, 0, 0, false, false, 0, wanted.status()});
@@ -156,8 +156,7 @@ std::vector<CopyResult> FanoutCopy(const std::vector<PlanFile>& files,
     }
     XXH3_state_t* h = XXH3_createState();
     XXH3_64bits_reset(h);
-    std::unique_ptr<Reader> reader =
-        channel->root() ? std::make_unique<Reader>(f, o.threads) : nullptr;
+    std::unique_ptr<Reader> reader = job->root() ? std::make_unique<Reader>(f, o.threads) : nullptr;
     uint64_t off = 0;
     std::string verdict, piece;
     while (true) {
@@ -169,7 +168,7 @@ std::vector<CopyResult> FanoutCopy(const std::vector<PlanFile>& files,
           o.bucket->Acquire(piece.size() - 1);
         }
       }
-      if (Status s = channel->Share(&piece); !s.ok() || piece.empty()) {
+      if (Status s = job->Broadcast(&piece, "a chunk from rank 0"); !s.ok() || piece.empty()) {
         verdict = "E" + (s.ok() ? std::string("empty message from rank 0") : s.message());
         break;
       }

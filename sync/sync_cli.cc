@@ -20,22 +20,6 @@
 
 namespace {
 
-// dssync --fanout's channel (sync/fanout.h) over the MPI job: rank 0 is the reader.
-class WorldChannel : public ds::sync::FanoutChannel {
- public:
-  explicit WorldChannel(ds::mpi::World& w) : w_(w) {}
-  bool root() const override { return w_.rank() == 0; }
-  ds::Result<uint64_t> CountTrue(bool mine) override {
-    return w_.SumAll(mine ? 1 : 0, "the ranks that need a file");
-  }
-  ds::Status Share(std::string* bytes) override {
-    return w_.BroadcastInPlace(bytes, 0, "a chunk from rank 0");
-  }
-
- private:
-  ds::mpi::World& w_;
-};
-
 // The library's option fields (src/status.h, RenderOptionNames) as this CLI's flags.
 constexpr ds::OptionName kFlags[] = {
     {"follow_symlinks", "--follow-symlinks"},
@@ -208,7 +192,6 @@ int StageCommand(int argc, char** argv) {
   // MPI only for --fanout: a rank-split run needs no collectives (rank and world come from the
   // launcher's environment), and its ranks may finish far apart.
   std::unique_ptr<ds::mpi::World> job;
-  std::unique_ptr<WorldChannel> channel;
   if (fanout) {
     if (ds::mpi::LauncherEnv().empty()) {
       return ::Fail(
@@ -217,16 +200,15 @@ int StageCommand(int argc, char** argv) {
     }
     if (*r_opt || *w_opt || mb_opt->count() > 0 || *fr_opt) {
       return ::Fail(ds::Status(ds::Code::kInvalidArgument,
-                             "--fanout stages the whole dataset on every rank: drop --rank, "
-                             "--world, --max-bytes and --fraction"));
+                               "--fanout stages the whole dataset on every rank: drop --rank, "
+                               "--world, --max-bytes and --fraction"));
     }
     auto started = ds::mpi::World::Start(&argc, &argv);
     if (!started.ok()) return ::Fail(started.status());
     job = std::move(*started);
     job->set_tool(std::string(kTool));
     job->set_json_errors(json);
-    channel = std::make_unique<WorldChannel>(*job);
-    o.fanout = channel.get();
+    o.fanout = job.get();  // mpi::World is the job (src/job.h): rank 0 reads
     if (job->rank() != 0) o.progress = false;
   }
   // %r in SRC or DST: this rank's own path (the rank from MPI, else from the environment).

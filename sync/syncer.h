@@ -52,7 +52,7 @@ struct SyncOptions {
   std::function<void(const std::string&)> warn;  // one-line warnings
   // dssync --fanout under MPI (sync/fanout.h): every rank stages every file (no rank split),
   // and only rank 0 reads SRC's data. Null: the normal copy.
-  FanoutChannel* fanout = nullptr;
+  Job* fanout = nullptr;
 };
 
 struct SyncReport {

@@ -8,11 +8,11 @@
 #include <chrono>
 #include <filesystem>
 
-#include "src/stop.h"
 #include "formats/layout.h"
 #include "formats/registry.h"
 #include "formats/sources/zip.h"
 #include "src/human.h"
+#include "src/stop.h"
 
 namespace ds::bench {
 
@@ -23,9 +23,10 @@ namespace {
 // Every rank's result of the run to rank 0, where it becomes the job's (ClusterReplayResult).
 Status GatherRun(const CompareRanks& ranks, CompareRun* run) {
   DS_ASSIGN_OR_RETURN(
-      auto all, ranks.gather(EncodeRankReplay(RankReplayOf(ranks.rank, ranks.host, run->result)),
-                             "the ranks' results of a run"));
-  if (ranks.rank != 0) return Status::Ok();
+      auto all,
+      ranks.job->Gather(EncodeRankReplay(RankReplayOf(ranks.job->rank(), ranks.host, run->result)),
+                        "the ranks' results of a run"));
+  if (!ranks.job->root()) return Status::Ok();
   std::vector<RankReplay> each;
   for (const auto& text : all) {
     DS_ASSIGN_OR_RETURN(RankReplay r, DecodeRankReplay(text));
@@ -67,7 +68,7 @@ Status Build(const CompareOptions& o, const std::string& layout, CompareBuild* b
   b->path = layout == "zip" ? ZipPath(dir) : dir;
   std::error_code ec;
   bool complete = layout == "zip" ? fs::exists(b->path, ec) : DetectLayout(dir).has_value();
-  bool rank0 = !o.ranks || o.ranks->rank == 0;
+  bool rank0 = !o.ranks || o.ranks->job->root();
   if (complete && (!o.rebuild || !rank0)) {
     b->reused = true;
     b->bytes = TreeBytes(b->path);
@@ -167,17 +168,17 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
     return Status::Ok();
   };
   // Under mpirun rank 0 builds while the others wait, then they reuse its layouts.
-  const bool rank0 = !o.ranks || o.ranks->rank == 0;
+  const bool rank0 = !o.ranks || o.ranks->job->root();
   if (rank0) DS_RETURN_IF_ERROR(build_all());
   if (o.ranks) {
-    res->ranks = o.ranks->world;
-    DS_RETURN_IF_ERROR(o.ranks->barrier("rank 0 building the layouts"));
+    res->ranks = o.ranks->job->size();
+    DS_RETURN_IF_ERROR(o.ranks->job->Barrier("rank 0 building the layouts"));
     if (!rank0) DS_RETURN_IF_ERROR(build_all());
   }
   if (res->source_bytes == 0) res->source_bytes = TreeBytes(o.src);
   // Under mpirun the ranks stop together, before the same run.
   auto stopping = [&]() -> Result<bool> {
-    return o.ranks ? o.ranks->stopping() : Result<bool>(StopRequested());
+    return o.ranks ? AnyRankStopping(*o.ranks->job, "the next run") : Result<bool>(StopRequested());
   };
 
   for (const auto& storage : CompareStorages(o)) {
@@ -200,9 +201,9 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
           ro.epochs = o.job.epochs + (cache == CacheState::kWarm ? 1 : 0);
           if (storage == "slowfs") ro.slowfs = o.slowfs;
           if (o.ranks) {
-            ro.rank = static_cast<uint32_t>(o.ranks->rank);
-            ro.world = static_cast<uint32_t>(o.ranks->world);
-            ro.before_epoch = o.ranks->before_epoch;
+            ro.rank = static_cast<uint32_t>(o.ranks->job->rank());
+            ro.world = static_cast<uint32_t>(o.ranks->job->size());
+            ro.before_epoch = EpochBarrier(*o.ranks->job);
             ro.progress = false;
           }
           run.options = ro;

@@ -37,21 +37,15 @@ inline const std::vector<std::string> kDefaultCompareLayouts = {"dir",  "zip", "
                                                                 "lmdb", "wds", "tfrecord"};
 
 // One rank of an MPI job (`mpirun -n N dsbench compare`, docs/mpi.md#a-compare-across-nodes),
-// from the CLI, which owns the MPI world (bench/mpi_cli.h). Rank 0 builds the layouts (on
-// storage every rank sees) while the others wait at `barrier`; they then reuse them. Every run
-// is replayed by every rank on its part of each epoch (ReplayOptions::rank/world, as `mpirun
-// dsbench replay`), its epochs starting on `before_epoch`; `gather` brings every rank's result
-// to rank 0, whose run is the job's (ClusterReplayResult) with its straggler. `stopping` is the
-// ranks' agreed answer to a stop request, asked before each run.
+// from the CLI, which owns the MPI world (bench/mpi_cli.h; mpi::World is the Job). Rank 0 builds
+// the layouts (on storage every rank sees) while the others wait at a barrier; they then reuse
+// them. Every run is replayed by every rank on its part of each epoch (ReplayOptions::rank/world,
+// as `mpirun dsbench replay`), its epochs starting together (EpochBarrier); a gather brings every
+// rank's result to rank 0, whose run is the job's (ClusterReplayResult) with its straggler. Before
+// each run the ranks agree whether to stop (a stop request on any rank stops them all).
 struct CompareRanks {
-  int rank = 0, world = 1;
-  std::string host;  // this rank's, for the straggler's line
-  std::function<Status(std::string_view what)> barrier;
-  std::function<Result<bool>(int epoch)> before_epoch;
-  // Rank 0 gets every rank's bytes in rank order; the others an empty vector.
-  std::function<Result<std::vector<std::string>>(const std::string& mine, std::string_view what)>
-      gather;
-  std::function<Result<bool>()> stopping;
+  Job* job = nullptr;  // REQUIRES: not null
+  std::string host;    // this rank's, for the straggler's line
 };
 
 // Builds layout `format` of the tree src under out (a fresh directory): the tool hands compare
@@ -101,8 +95,8 @@ struct CompareRun {
   double residency_before = 0;  // median at the measured epochs' start
   LatencyHistogram sample_lat, wait_lat;
   std::optional<double> vs_baseline;
-  // job.loader == "torch": the same run by a real torch DataLoader (bench/replay/torch_loader.h), and the
-  // model's samples/s over the DataLoader's: how well the model predicts the real loader.
+  // job.loader == "torch": the same run by a real torch DataLoader (bench/replay/torch_loader.h),
+  // and the model's samples/s over the DataLoader's: how well the model predicts the real loader.
   std::optional<ReplayResult> torch;
   double torch_samples_per_sec = 0;
   std::optional<double> model_vs_torch;

@@ -7,6 +7,7 @@
 #include "bench/common/latency_report.h"
 #include "bench/common/rank_wire.h"
 #include "src/human.h"
+#include "src/stop.h"
 
 namespace ds::bench {
 
@@ -241,6 +242,18 @@ std::string ClusterReplayText(const ReplayOptions& o, const ClusterReplay& c) {
         ce.bytes_ratio, ce.latency_ratio);
   }
   return s;
+}
+
+Result<bool> AnyRankStopping(Job& job, std::string_view what) {
+  DS_ASSIGN_OR_RETURN(uint64_t n, job.Sum(StopRequested() ? 1 : 0, what));
+  return n > 0;
+}
+
+std::function<Result<bool>(int epoch)> EpochBarrier(Job& job) {
+  return [&job](int e) -> Result<bool> {
+    DS_ASSIGN_OR_RETURN(bool stop, AnyRankStopping(job, "the start of epoch " + std::to_string(e)));
+    return !stop;
+  };
 }
 
 }  // namespace ds::bench

@@ -17,6 +17,7 @@
 
 #include "bench/replay/replay.h"
 #include "src/histogram.h"
+#include "src/job.h"
 #include "src/status.h"
 
 namespace ds::bench {
@@ -70,6 +71,13 @@ ClusterReplay AggregateReplay(std::vector<RankReplay> ranks);
 // batch, the mean residency; AU and the loader's capacity are the slowest rank's (capacity x
 // world), so Feeds() on it holds exactly when every rank feeds its accelerator.
 ReplayResult ClusterReplayResult(const ReplayResult& rank0, const ClusterReplay& c);
+
+// ReplayOptions::before_epoch for one rank of a job: the ranks start each epoch together and
+// agree to stop there (Ctrl-C reaches each rank at its own moment; one that stopped alone would
+// leave the others at this barrier). False: some rank was asked to stop.
+std::function<Result<bool>(int epoch)> EpochBarrier(Job& job);
+// Collective: whether any rank of the job was asked to stop (StopRequested, src/stop.h).
+Result<bool> AnyRankStopping(Job& job, std::string_view what);
 
 nlohmann::json ClusterReplayJson(const ReplayOptions& o, const ClusterReplay& c);
 std::string ClusterReplayText(const ReplayOptions& o, const ClusterReplay& c);

@@ -1,9 +1,10 @@
 // The partitioned convert (pack/partition.h) in process: N threads stand for the N ranks of
-// `mpirun -n N dspack convert`, over a PackJob whose collectives meet at a barrier. The MPI wire
-// itself is tested end to end by tests/e2e/mpi_convert.sh; this test runs the same packer code
+// `mpirun -n N dspack convert`, over a Job (src/job.h) whose collectives meet at a barrier. The MPI
+// wire itself is tested end to end by tests/e2e/mpi_convert.sh; this test runs the same packer code
 // in the sanitizer builds, which are built without MPI.
 #include "pack/partition.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
@@ -35,7 +36,7 @@ struct Board {
   std::function<void(std::string_view)> on_step;
 };
 
-class ThreadJob : public PackJob {
+class ThreadJob : public Job {
  public:
   ThreadJob(Board* b, int rank) : b_(b), rank_(rank) {}
   int rank() const override { return rank_; }
@@ -79,7 +80,7 @@ ConvertOptions PartOpts(const std::string& src, const std::string& out) {
   return o;
 }
 
-// Runs Convert on n threads, one PackJob each; returns every thread's status and report.
+// Runs Convert on n threads, one Job each; returns every thread's status and report.
 std::vector<std::pair<Status, ConvertReport>> RunJob(const ConvertOptions& o, int n,
                                                      Board* board = nullptr) {
   Board own(n);
@@ -131,7 +132,7 @@ TEST_CASE("shard ranges are contiguous, cover every shard and split by bytes",
   }
 }
 
-TEST_CASE("AgreeOnStatus: the lowest failed rank's status, prefixed, on every rank",
+TEST_CASE("Job::Agree: the lowest failed rank's status, prefixed, on every rank",
           "[pack][partition]") {
   Board b(3);
   std::vector<Status> got(3);
@@ -141,7 +142,7 @@ TEST_CASE("AgreeOnStatus: the lowest failed rank's status, prefixed, on every ra
       ThreadJob job(&b, r);
       Status mine = r == 0 ? Status::Ok()
                            : Status(r == 1 ? Code::kBadInput : Code::kIOError, "rank's own", 5);
-      got[r] = AgreeOnStatus(job, mine, "a step");
+      got[r] = job.Agree(mine, "a step");
     });
   }
   for (auto& t : ts) t.join();
@@ -150,6 +151,29 @@ TEST_CASE("AgreeOnStatus: the lowest failed rank's status, prefixed, on every ra
     CHECK(s.err() == 5);
     CHECK(s.message() == "rank 1 of 3: rank's own");
   }
+}
+
+TEST_CASE("Job's collectives over AllGather: sum, broadcast, gather, barrier",
+          "[pack][partition]") {
+  Board b(3);
+  std::vector<std::string> got(3);
+  std::vector<std::thread> ts;
+  for (int r = 0; r < 3; r++) {
+    ts.emplace_back([&, r] {
+      ThreadJob job(&b, r);
+      auto sum = job.Sum(static_cast<uint64_t>(r + 1), "a sum");
+      std::string bytes = r == 0 ? "from the root" : "mine";
+      Status cast = job.Broadcast(&bytes, "a broadcast");
+      auto all = job.Gather(std::to_string(r), "a gather");
+      Status met = job.Barrier("a barrier");
+      got[r] = fmt::format("{} {} {} {} {}", sum.ok() ? *sum : 0, bytes, cast.ok(),
+                           all.ok() ? all->size() : 99, met.ok());
+    });
+  }
+  for (auto& t : ts) t.join();
+  CHECK(got[0] == "6 from the root true 3 true");
+  CHECK(got[1] == "6 from the root true 0 true");
+  CHECK(got[2] == "6 from the root true 0 true");
 }
 
 TEST_CASE("a partitioned convert is byte-identical to one process for any rank count",

@@ -280,13 +280,14 @@ TEST_CASE("CopyFiles resumes from an interrupted run's journaled chunks in its t
 namespace {
 
 // A job of one rank (the root): the collectives are trivial, so the fan-out's own logic shows.
-struct SoloChannel : FanoutChannel {
-  bool root() const override { return true; }
-  Result<uint64_t> CountTrue(bool mine) override {
+struct SoloJob : Job {
+  int rank() const override { return 0; }
+  int size() const override { return 1; }
+  Result<std::vector<std::string>> AllGather(const std::string& mine, std::string_view) override {
     calls++;
-    return mine ? 1 : 0;
+    return std::vector<std::string>{mine};
   }
-  Status Share(std::string* bytes) override {
+  Status Broadcast(std::string* bytes, std::string_view) override {
     calls++;
     shared += bytes->size();
     return Status::Ok();
@@ -308,7 +309,7 @@ TEST_CASE("FanoutCopy stages what is needed, verified, and reads nothing else", 
                               PlanOf(s.src.path(), "bad.bin"), PlanOf(s.src.path(), "skip.bin")};
   files[0].expected_xxh3 = Xxh3_64(big.data(), big.size());
   files[2].expected_xxh3 = 12345;
-  SoloChannel ch;
+  SoloJob ch;
   auto results = FanoutCopy(files, {true, true, true, false}, s.Options(4), &ch);
   REQUIRE(results.size() == 3);  // the needed files only
   CHECK(results[0].status.ok());
@@ -327,15 +328,14 @@ TEST_CASE("FanoutCopy stages what is needed, verified, and reads nothing else", 
 
   // A file that changed since the plan: every rank reports it, nothing under its final name.
   test::WriteFile(s.src / "small.bin", small + "more");
-  SoloChannel ch2;
+  SoloJob ch2;
   auto again = FanoutCopy({files[1]}, {true}, s.Options(4), &ch2);
   REQUIRE(again.size() == 1);
   CHECK(again[0].status.code() == Code::kBadInput);
   CHECK(again[0].status.message().find("changed during copy") != std::string::npos);
 }
 
-TEST_CASE("CopyFiles and Sync refuse a chunk size of 0 or off 4 KiB, naming the field",
-          "[sync]") {
+TEST_CASE("CopyFiles and Sync refuse a chunk size of 0 or off 4 KiB, naming the field", "[sync]") {
   // Checked once only in dssync's main: a library caller passing 0 divided by zero in the
   // copier's chunk count.
   Stage s;
