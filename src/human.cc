@@ -10,6 +10,12 @@
 
 namespace ds {
 
+std::string AsciiLower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
 namespace {
 
 // A leading decimal number and the rest of the text (the unit); the error says why not.

@@ -21,6 +21,8 @@
 
 namespace ds {
 
+// s with A-Z as a-z (bytes outside ASCII as they are).
+std::string AsciiLower(std::string_view s);
 Result<uint64_t> ParseSize(std::string_view text);
 Result<double> ParseDuration(std::string_view text);  // in seconds
 std::string FormatBytes(uint64_t bytes);              // binary units: "110.2 KiB", "3.0 GiB"

@@ -1,12 +1,10 @@
-// The zip reader (docs/formats/zip.md). The writer is in zip_writer.cc.
+// The zip reader, opening: the end records and the central directory (docs/formats/zip.md).
+// Reading members is in zip_read.cc, the writer in zip_writer.cc.
 #include "formats/sources/zip.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <zlib.h>
 
 #include <algorithm>
-#include <cctype>
 #include <deque>
 #include <limits>
 #include <string>
@@ -25,8 +23,6 @@ using namespace zip;
 // Deflate cannot expand by more than 1032:1 (258-byte matches coded in 2 bits), so a member
 // declaring more is corrupt; this also bounds what a garbage header can make us allocate.
 constexpr uint64_t kMaxDeflateRatio = 1032;
-// zlib counts in 32-bit uInt: feed it at most this much at a time.
-constexpr uint64_t kZlibChunk = 1u << 30;
 
 std::string_view MethodName(uint16_t method) {
   switch (method) {
@@ -75,62 +71,6 @@ bool TakeZip64(std::string_view* data, uint64_t* v, size_t width) {
   *v = width == 8 ? LoadLE64(data->data()) : LoadLE32(data->data());
   data->remove_prefix(width);
   return true;
-}
-
-// Per-thread raw inflate state, reset per member (zipfile makes a decompressobj(-15) each time).
-struct Inflater {
-  z_stream z{};
-  bool ok = false;
-  Inflater() { ok = inflateInit2(&z, -MAX_WBITS) == Z_OK; }
-  ~Inflater() {
-    if (ok) inflateEnd(&z);
-  }
-};
-
-uint32_t Crc32(std::string_view data) {
-  return static_cast<uint32_t>(
-      crc32_z(0, reinterpret_cast<const Bytef*>(data.data()), data.size()));
-}
-
-// CP437's upper half (0x80-0xFF) as Unicode code points: zip names without the UTF-8 flag (bit
-// 11) are CP437 (APPNOTE.TXT appendix D), as libarchive reads them for convert and Python's
-// zipfile does, so every reader gives the same keys (docs/formats/zip.md).
-constexpr uint16_t kCp437High[128] = {
-    0x00C7, 0x00FC, 0x00E9, 0x00E2, 0x00E4, 0x00E0, 0x00E5, 0x00E7, 0x00EA, 0x00EB, 0x00E8, 0x00EF,
-    0x00EE, 0x00EC, 0x00C4, 0x00C5, 0x00C9, 0x00E6, 0x00C6, 0x00F4, 0x00F6, 0x00F2, 0x00FB, 0x00F9,
-    0x00FF, 0x00D6, 0x00DC, 0x00A2, 0x00A3, 0x00A5, 0x20A7, 0x0192, 0x00E1, 0x00ED, 0x00F3, 0x00FA,
-    0x00F1, 0x00D1, 0x00AA, 0x00BA, 0x00BF, 0x2310, 0x00AC, 0x00BD, 0x00BC, 0x00A1, 0x00AB, 0x00BB,
-    0x2591, 0x2592, 0x2593, 0x2502, 0x2524, 0x2561, 0x2562, 0x2556, 0x2555, 0x2563, 0x2551, 0x2557,
-    0x255D, 0x255C, 0x255B, 0x2510, 0x2514, 0x2534, 0x252C, 0x251C, 0x2500, 0x253C, 0x255E, 0x255F,
-    0x255A, 0x2554, 0x2569, 0x2566, 0x2560, 0x2550, 0x256C, 0x2567, 0x2568, 0x2564, 0x2565, 0x2559,
-    0x2558, 0x2552, 0x2553, 0x256B, 0x256A, 0x2518, 0x250C, 0x2588, 0x2584, 0x258C, 0x2590, 0x2580,
-    0x03B1, 0x00DF, 0x0393, 0x03C0, 0x03A3, 0x03C3, 0x00B5, 0x03C4, 0x03A6, 0x0398, 0x03A9, 0x03B4,
-    0x221E, 0x03C6, 0x03B5, 0x2229, 0x2261, 0x00B1, 0x2265, 0x2264, 0x2320, 0x2321, 0x00F7, 0x2248,
-    0x00B0, 0x2219, 0x00B7, 0x221A, 0x207F, 0x00B2, 0x25A0, 0x00A0};
-
-// The name as UTF-8: as stored when flagged UTF-8 or pure ASCII, else decoded from CP437 into
-// *storage (which the result then views).
-std::string_view ZipName(std::string_view stored, uint16_t flags, std::string* storage) {
-  if ((flags & kFlagUtf8) ||
-      std::all_of(stored.begin(), stored.end(), [](char c) { return (c & 0x80) == 0; })) {
-    return stored;
-  }
-  storage->clear();
-  for (char ch : stored) {
-    auto c = static_cast<unsigned char>(ch);
-    uint32_t u = c < 0x80 ? c : kCp437High[c - 0x80];
-    if (u < 0x80) {
-      *storage += static_cast<char>(u);
-    } else if (u < 0x800) {
-      *storage += static_cast<char>(0xC0 | (u >> 6));
-      *storage += static_cast<char>(0x80 | (u & 0x3F));
-    } else {
-      *storage += static_cast<char>(0xE0 | (u >> 12));
-      *storage += static_cast<char>(0x80 | ((u >> 6) & 0x3F));
-      *storage += static_cast<char>(0x80 | (u & 0x3F));
-    }
-  }
-  return *storage;
 }
 
 }  // namespace
@@ -409,142 +349,49 @@ Status ZipArchive::ReadCentralDirectory(const Eocd& eocd) {
   return Status::Ok();
 }
 
-Status ZipArchive::Inflate(uint64_t mi, std::string_view in, std::string* out) const {
-  const Member& m = members_[mi];
-  thread_local Inflater inf;
-  if (!inf.ok) return Status(Code::kInternal, Where(mi) + ": inflateInit2 failed (out of memory)");
-  z_stream& z = inf.z;
-  inflateReset(&z);
-  out->resize(m.size);  // bounded: m.size <= 1032 * compressed size, checked at Open
-  auto* next_in = reinterpret_cast<const Bytef*>(in.data());
-  auto* next_out = reinterpret_cast<Bytef*>(out->data());
-  uint64_t in_left = in.size(), out_left = m.size;
-  z.avail_in = z.avail_out = 0;
-  int rc;
-  for (;;) {
-    if (z.avail_in == 0 && in_left > 0) {
-      z.next_in = const_cast<Bytef*>(next_in);
-      z.avail_in = static_cast<uInt>(std::min(in_left, kZlibChunk));
-      next_in += z.avail_in;
-      in_left -= z.avail_in;
+namespace zip {
+
+// CP437's upper half (0x80-0xFF) as Unicode code points: zip names without the UTF-8 flag (bit
+// 11) are CP437 (APPNOTE.TXT appendix D), as libarchive reads them for convert and Python's
+// zipfile does, so every reader gives the same keys (docs/formats/zip.md).
+constexpr uint16_t kCp437High[128] = {
+    0x00C7, 0x00FC, 0x00E9, 0x00E2, 0x00E4, 0x00E0, 0x00E5, 0x00E7, 0x00EA, 0x00EB, 0x00E8, 0x00EF,
+    0x00EE, 0x00EC, 0x00C4, 0x00C5, 0x00C9, 0x00E6, 0x00C6, 0x00F4, 0x00F6, 0x00F2, 0x00FB, 0x00F9,
+    0x00FF, 0x00D6, 0x00DC, 0x00A2, 0x00A3, 0x00A5, 0x20A7, 0x0192, 0x00E1, 0x00ED, 0x00F3, 0x00FA,
+    0x00F1, 0x00D1, 0x00AA, 0x00BA, 0x00BF, 0x2310, 0x00AC, 0x00BD, 0x00BC, 0x00A1, 0x00AB, 0x00BB,
+    0x2591, 0x2592, 0x2593, 0x2502, 0x2524, 0x2561, 0x2562, 0x2556, 0x2555, 0x2563, 0x2551, 0x2557,
+    0x255D, 0x255C, 0x255B, 0x2510, 0x2514, 0x2534, 0x252C, 0x251C, 0x2500, 0x253C, 0x255E, 0x255F,
+    0x255A, 0x2554, 0x2569, 0x2566, 0x2560, 0x2550, 0x256C, 0x2567, 0x2568, 0x2564, 0x2565, 0x2559,
+    0x2558, 0x2552, 0x2553, 0x256B, 0x256A, 0x2518, 0x250C, 0x2588, 0x2584, 0x258C, 0x2590, 0x2580,
+    0x03B1, 0x00DF, 0x0393, 0x03C0, 0x03A3, 0x03C3, 0x00B5, 0x03C4, 0x03A6, 0x0398, 0x03A9, 0x03B4,
+    0x221E, 0x03C6, 0x03B5, 0x2229, 0x2261, 0x00B1, 0x2265, 0x2264, 0x2320, 0x2321, 0x00F7, 0x2248,
+    0x00B0, 0x2219, 0x00B7, 0x221A, 0x207F, 0x00B2, 0x25A0, 0x00A0};
+
+// The name as UTF-8: as stored when flagged UTF-8 or pure ASCII, else decoded from CP437 into
+// *storage (which the result then views).
+std::string_view ZipName(std::string_view stored, uint16_t flags, std::string* storage) {
+  if ((flags & kFlagUtf8) ||
+      std::all_of(stored.begin(), stored.end(), [](char c) { return (c & 0x80) == 0; })) {
+    return stored;
+  }
+  storage->clear();
+  for (char ch : stored) {
+    auto c = static_cast<unsigned char>(ch);
+    uint32_t u = c < 0x80 ? c : kCp437High[c - 0x80];
+    if (u < 0x80) {
+      *storage += static_cast<char>(u);
+    } else if (u < 0x800) {
+      *storage += static_cast<char>(0xC0 | (u >> 6));
+      *storage += static_cast<char>(0x80 | (u & 0x3F));
+    } else {
+      *storage += static_cast<char>(0xE0 | (u >> 12));
+      *storage += static_cast<char>(0x80 | ((u >> 6) & 0x3F));
+      *storage += static_cast<char>(0x80 | (u & 0x3F));
     }
-    if (z.avail_out == 0 && out_left > 0) {
-      z.next_out = next_out;
-      z.avail_out = static_cast<uInt>(std::min(out_left, kZlibChunk));
-      next_out += z.avail_out;
-      out_left -= z.avail_out;
-    }
-    rc = inflate(&z, Z_NO_FLUSH);
-    if (rc != Z_OK) break;
   }
-  uint64_t consumed = in.size() - in_left - z.avail_in;
-  uint64_t produced = m.size - out_left - z.avail_out;
-  if (rc == Z_STREAM_END && produced == m.size && consumed == m.compressed_size) {
-    return Status::Ok();
-  }
-  std::string what;
-  if (rc == Z_STREAM_END && produced != m.size) {
-    what = fmt::format("inflates to {} bytes, the central directory says {}", produced, m.size);
-  } else if (rc == Z_STREAM_END) {
-    what = fmt::format("the deflate stream ends after {} of its {} compressed bytes", consumed,
-                       m.compressed_size);
-  } else if (rc == Z_BUF_ERROR && produced == m.size) {
-    what = fmt::format("inflates to more than the {} bytes the central directory says", m.size);
-  } else if (rc == Z_BUF_ERROR) {
-    what = fmt::format("the deflate stream is cut short after {} compressed bytes", consumed);
-  } else {
-    what = fmt::format("invalid deflate data after {} of {} compressed bytes ({})", consumed,
-                       m.compressed_size, z.msg ? z.msg : "zlib error " + std::to_string(rc));
-  }
-  return Status(Code::kCorruption,
-                fmt::format("{}: {}: corrupt data (fetch the zip again)", Where(mi), what));
+  return *storage;
 }
 
-Result<uint64_t> ZipArchive::ReadMember(uint64_t mi, std::string* out) const {
-  thread_local std::string raw;
-  const Member& m = members_[mi];
-  std::string_view name = member_name(mi);
-  if (m.local_offset >= file_size_ || file_size_ - m.local_offset < kLocalSize) {
-    return Status(Code::kBadInput,
-                  fmt::format("{}: the local header lies past the end of the file ({} bytes): "
-                              "truncated or corrupt zip (copy it again)",
-                              Where(mi), file_size_));
-  }
-  char h[kLocalSize];
-  DS_RETURN_IF_ERROR(file_->ReadAt(m.local_offset, h, sizeof h, path_));
-  if (LoadLE32(h) != kLocalSig) {
-    return Status(Code::kBadInput,
-                  fmt::format("{}: no local file header signature there (found {:08x}, want "
-                              "{:08x}): corrupt zip, or a wrong offset in the central directory",
-                              Where(mi), LoadLE32(h), kLocalSig));
-  }
-  uint16_t flags = LoadLE16(h + 6);
-  if (flags & (kFlagEncrypted | kFlagStrongEncryption | kFlagPatched)) {
-    Member local = m;
-    local.flags = flags;
-    DS_RETURN_IF_ERROR(CheckSupported(name, local, "local header", m.local_offset));
-  }
-  uint64_t head = LoadLE16(h + 26) + uint64_t{LoadLE16(h + 28)};  // name + extra
-  uint64_t avail = file_size_ - m.local_offset - kLocalSize;
-  if (head > avail || m.compressed_size > avail - head) {
-    return Status(
-        Code::kBadInput,
-        fmt::format("{}: its {} bytes of data at offset {} run past the end of the file "
-                    "({} bytes): truncated zip (copy it again)",
-                    Where(mi), m.compressed_size, m.local_offset + kLocalSize + head, file_size_));
-  }
-  raw.resize(head + m.compressed_size);
-  DS_RETURN_IF_ERROR(file_->ReadAt(m.local_offset + kLocalSize, raw.data(), raw.size(), path_));
-  std::string local_decoded;
-  std::string_view local_name =
-      ZipName(std::string_view(raw.data(), LoadLE16(h + 26)), flags, &local_decoded);
-  if (local_name != name) {
-    return Status(Code::kBadInput,
-                  fmt::format("{}: the local header names it {}: corrupt zip (central directory "
-                              "and local header disagree)",
-                              Where(mi), EscapeBytes(local_name)));
-  }
-  std::string_view data = std::string_view(raw).substr(head);
-  if (m.method == kMethodDeflate) {
-    DS_RETURN_IF_ERROR(Inflate(mi, data, out));
-  } else {
-    out->assign(data);
-  }
-  uint32_t crc = Crc32(*out);
-  if (crc != m.crc32) {
-    return Status(Code::kCorruption,
-                  fmt::format("{}: CRC-32 mismatch (computed {:08x}, the central directory says "
-                              "{:08x}): corrupt data (fetch the zip again)",
-                              Where(mi), crc, m.crc32));
-  }
-  return static_cast<uint64_t>(out->size());
-}
-
-Result<uint64_t> ZipArchive::ReadSample(uint64_t s) const {
-  thread_local std::string buf;
-  uint64_t bytes = 0;
-  auto [begin, end] = files_of(s);
-  for (uint64_t m = begin; m < end; m++) {
-    DS_ASSIGN_OR_RETURN(uint64_t n, ReadMember(m, &buf));
-    bytes += n;
-  }
-  return bytes;
-}
-
-bool LooksLikeZip(const std::string& path) {
-  std::string base = path.substr(path.rfind('/') + 1);  // npos + 1 == 0
-  if (base.size() > 4) {
-    std::string ext = base.substr(base.size() - 4);
-    for (char& c : ext) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (ext == ".zip") return true;
-  }
-  auto fd = OpenFile(path, O_RDONLY);
-  if (!fd.ok()) return false;
-  char magic[4];
-  auto n = ReadUpTo(fd->get(), magic, sizeof magic, path);
-  if (!n.ok() || *n != sizeof magic) return false;
-  uint32_t sig = LoadLE32(magic);
-  return sig == kLocalSig || sig == kEocdSig;
-}
+}  // namespace zip
 
 }  // namespace ds

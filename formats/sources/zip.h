@@ -66,6 +66,11 @@ constexpr uint16_t kFlagStrongEncryption = 1 << 6;
 constexpr uint16_t kFlagUtf8 = 1 << 11;
 constexpr uint32_t kMax32 = 0xFFFFFFFF;  // a 32-bit field holding this defers to Zip64
 constexpr uint16_t kMax16 = 0xFFFF;
+
+// A member's name as UTF-8: as stored when flagged UTF-8 (kFlagUtf8) or pure ASCII, else decoded
+// from CP437, as libarchive and Python's zipfile read it, into *storage (which the result then
+// views).
+std::string_view ZipName(std::string_view stored, uint16_t flags, std::string* storage);
 }  // namespace zip
 
 class ZipArchive {
