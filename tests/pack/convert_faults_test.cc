@@ -94,7 +94,10 @@ std::string Contents(const std::string& dir) {
 
 }  // namespace
 
-TEST_CASE("convert --force: a crash before the commit keeps the previous dataset", "[pack]") {
+// [exhaustive]: hundreds of converts in one loop; under ThreadSanitizer (which leaves the tag
+// out, tests/CMakeLists.txt) they took minutes and add nothing one replace does not show.
+TEST_CASE("convert --force: a crash before the commit keeps the previous dataset",
+          "[pack][exhaustive]") {
   test::TempDir dir;
   std::string old_src = FaultSynth(dir, 150);
   SynthOptions so{"tiny-files", dir / "src-new", 220, 11, 2};
