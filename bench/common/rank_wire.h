@@ -71,8 +71,7 @@ nlohmann::json To(const T& v) {
     return HistogramWire(v);
   } else if constexpr (HasWire<T>::value) {
     nlohmann::json j = nlohmann::json::object();
-    std::apply([&](const auto&... f) { ((j[f.name] = To(v.*(f.member))), ...); },
-               Wire<T>::fields);
+    std::apply([&](const auto&... f) { ((j[f.name] = To(v.*(f.member))), ...); }, Wire<T>::fields);
     return j;
   } else if constexpr (std::is_enum_v<T>) {
     return static_cast<std::underlying_type_t<T>>(v);
