@@ -7,7 +7,10 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <memory>
 #include <mutex>
+
+#include "src/checksum.h"
 
 namespace ds {
 
@@ -36,6 +39,26 @@ Status RandomAccessFile::ReadAtV(iovec* iov, size_t count, uint64_t offset,
     iov[i].iov_len = 0;
   }
   return Status::Ok();
+}
+
+void RandomAccessFile::Advise(Advice, uint64_t, uint64_t) const {}
+
+Status RandomWriteFile::Allocate(uint64_t) { return Status::Ok(); }
+
+Status RandomWriteFile::SetAttributes(mode_t, int64_t) {
+  return Status(Code::kUnsupported,
+                name() + ": this storage keeps no permission bits or mtime of its own");
+}
+
+Result<std::unique_ptr<RandomWriteFile>> Storage::OpenDirect(const std::string& path) {
+  return Status(Code::kUnsupported,
+                fmt::format("{}: {} storage has no writes around a page cache", path, scheme()));
+}
+
+Status Storage::SyncAll(const std::string& dir) {
+  return Status(Code::kUnsupported,
+                fmt::format("{}: {} storage cannot sync a directory's files at once (sync each)",
+                            dir, scheme()));
 }
 
 Status Storage::EvictCache(const std::string& path) {
@@ -150,6 +173,21 @@ Result<std::string> ReadAll(Storage& storage, const std::string& path) {
   std::string out(file->size(), '\0');
   DS_RETURN_IF_ERROR(file->ReadAt(0, out.data(), out.size()));
   return out;
+}
+
+Result<uint64_t> HashFile(Storage& storage, const std::string& path) {
+  constexpr size_t kPiece = 4 << 20;
+  DS_ASSIGN_OR_RETURN(auto file, storage.OpenRead(path));
+  file->Advise(RandomAccessFile::Advice::kSequential);
+  std::unique_ptr<char[]> buf(new char[kPiece]);
+  Xxh3Hasher h;
+  for (uint64_t off = 0;;) {
+    DS_ASSIGN_OR_RETURN(size_t n, file->ReadSome(off, buf.get(), kPiece));
+    if (n == 0) break;
+    h.Update(buf.get(), n);
+    off += n;
+  }
+  return h.Digest();
 }
 
 Status WriteAll(Storage& storage, const std::string& path, std::string_view data) {

@@ -68,6 +68,7 @@ struct StorageCaps {
   bool exclusive_lock = false;  // LockWriter excludes writers on other clients too
   unsigned max_inflight = 1;    // reads worth keeping in flight at once
   bool local_fd = false;        // RandomAccessFile::fd() is a local fd an engine may read
+  bool sync_all = false;        // SyncAll makes every write under a directory durable at once
 };
 
 class RandomAccessFile {
@@ -86,6 +87,12 @@ class RandomAccessFile {
                          std::string_view what = {}) const;
   // The local fd for an engine that owns local files (io_uring, libaio, mmap); -1 if remote.
   virtual int fd() const { return -1; }
+
+  // Access advice to the backend's page cache (local: posix_fadvise); nothing where there is
+  // none. kSequential before streaming the file; kDontNeed drops [offset, offset+len) once read
+  // (len 0: to the end), as dssync does so that staging does not evict the job's working set.
+  enum class Advice : uint8_t { kSequential, kDontNeed };
+  virtual void Advise(Advice advice, uint64_t offset = 0, uint64_t len = 0) const;
 };
 
 class WritableFile {
@@ -121,6 +128,12 @@ class RandomWriteFile {
   virtual Status Sync() = 0;
   // Closes, reporting what closing finds. The file is unusable afterwards.
   virtual Status Close() = 0;
+  // Reserves room for size bytes where the backend can (local: posix_fallocate), so that a copy
+  // runs out of room when it starts, not midway. OK where the backend or file system cannot.
+  virtual Status Allocate(uint64_t size);
+  // Sets the permission bits and the mtime (dssync keeps the source's). kUnsupported where the
+  // backend keeps neither.
+  virtual Status SetAttributes(mode_t mode, int64_t mtime_ns);
   // The local fd, for O_DIRECT, writeback hints and the engines; -1 if remote.
   virtual int fd() const { return -1; }
 };
@@ -164,6 +177,14 @@ class Storage {
   // another whole, with no moment where neither is there (formats/out_dir.h, a replace). Both must
   // exist. kUnsupported where the backend or the file system cannot (the caller falls back).
   virtual Status Exchange(const std::string& a, const std::string& b);
+  // A second handle on an existing file that writes around the page cache (local: O_DIRECT), for
+  // offsets and lengths that are multiples of kDirectAlign (src/aligned_buffer.h). kUnsupported
+  // where the backend or the file system refuses (tmpfs): the caller stays buffered.
+  virtual Result<std::unique_ptr<RandomWriteFile>> OpenDirect(const std::string& path);
+  // Where caps().sync_all: makes every file written under dir durable in one call, and the names
+  // created and renamed there (local: syncfs(2), one call for a batch of files instead of an
+  // fsync each). kUnsupported elsewhere: the caller syncs each file and its directory.
+  virtual Status SyncAll(const std::string& dir);
   // *warning says so when the backend cannot lock here and the run goes on unlocked.
   virtual Result<std::unique_ptr<StorageLock>> LockWriter(const std::string& dir,
                                                           std::string* warning) = 0;
@@ -205,6 +226,8 @@ Status RequireMmap(const Storage& storage, std::string_view uri, std::string_vie
 
 // Reads a whole (small) file through storage.
 Result<std::string> ReadAll(Storage& storage, const std::string& path);
+// The XXH3-64 of a whole file, read through storage in large pieces.
+Result<uint64_t> HashFile(Storage& storage, const std::string& path);
 // Writes data under path through Create + Append + Commit.
 Status WriteAll(Storage& storage, const std::string& path, std::string_view data);
 

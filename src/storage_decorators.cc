@@ -106,6 +106,17 @@ Status StorageDecorator::Exchange(const std::string& a, const std::string& b) {
   return base_->Exchange(a, b);
 }
 
+Result<std::unique_ptr<RandomWriteFile>> StorageDecorator::OpenDirect(const std::string& path) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kCreate, path + ": open for direct writing"));
+  DS_ASSIGN_OR_RETURN(auto file, base_->OpenDirect(path));
+  return WrapRandomWrite(std::move(file));
+}
+
+Status StorageDecorator::SyncAll(const std::string& dir) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kSync, dir + ": syncfs"));
+  return base_->SyncAll(dir);
+}
+
 Result<std::unique_ptr<StorageLock>> StorageDecorator::LockWriter(const std::string& dir,
                                                                   std::string* warning) {
   DS_RETURN_IF_ERROR(Before(StorageOp::kLock, dir + ": lock"));
@@ -124,6 +135,9 @@ class CountingFile final : public RandomAccessFile {
   uint64_t size() const override { return base_->size(); }
   // An engine reading through the fd counts its reads with CountingStorage::Count.
   int fd() const override { return base_->fd(); }
+  void Advise(Advice advice, uint64_t offset, uint64_t len) const override {
+    base_->Advise(advice, offset, len);
+  }
   Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) const override {
     auto got = base_->ReadSome(offset, buf, n);
     owner_->Count(StorageOp::kRead, got.ok() ? *got : 0);
@@ -195,6 +209,13 @@ class CountingRandomWrite final : public RandomWriteFile {
     return base_->Sync();
   }
   Status Close() override { return base_->Close(); }
+  Status Allocate(uint64_t size) override {
+    owner_->Count(StorageOp::kWrite);
+    return base_->Allocate(size);
+  }
+  Status SetAttributes(mode_t mode, int64_t mtime_ns) override {
+    return base_->SetAttributes(mode, mtime_ns);
+  }
 
  private:
   std::unique_ptr<RandomWriteFile> base_;
@@ -251,6 +272,9 @@ class FaultFile final : public RandomAccessFile {
       : base_(std::move(base)), owner_(owner) {}
   const std::string& name() const override { return base_->name(); }
   uint64_t size() const override { return base_->size(); }
+  void Advise(Advice advice, uint64_t offset, uint64_t len) const override {
+    base_->Advise(advice, offset, len);
+  }
   Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) const override {
     DS_RETURN_IF_ERROR(
         owner_->Check(StorageOp::kRead, fmt::format("{}: read at offset {}", name(), offset)));
@@ -312,6 +336,7 @@ class FaultRandomWrite final : public RandomWriteFile {
   Status WriteAt(uint64_t offset, const void* data, size_t n) override {
     DS_RETURN_IF_ERROR(
         owner_->Check(StorageOp::kWrite, fmt::format("{}: write at offset {}", name(), offset)));
+    owner_->MarkUnsynced(name(), true);
     std::lock_guard lock(mu_);
     held_.push_back(Held{offset, std::string(static_cast<const char*>(data), n)});
     held_bytes_ += n;
@@ -332,13 +357,26 @@ class FaultRandomWrite final : public RandomWriteFile {
   Status Truncate(uint64_t size) override {
     DS_RETURN_IF_ERROR(
         owner_->Check(StorageOp::kWrite, fmt::format("{}: truncate to {}", name(), size)));
+    owner_->MarkUnsynced(name(), true);
     DS_RETURN_IF_ERROR(WriteBack());
     return base_->Truncate(size);
   }
   Status Sync() override {
     DS_RETURN_IF_ERROR(owner_->Check(StorageOp::kSync, name() + ": fsync"));
     DS_RETURN_IF_ERROR(WriteBack());
-    return base_->Sync();
+    DS_RETURN_IF_ERROR(base_->Sync());
+    owner_->MarkUnsynced(name(), false);
+    return Status::Ok();
+  }
+  Status Allocate(uint64_t size) override {
+    DS_RETURN_IF_ERROR(
+        owner_->Check(StorageOp::kWrite, fmt::format("{}: fallocate {} bytes", name(), size)));
+    return base_->Allocate(size);
+  }
+  // After the held writes: a write landing later would move the mtime.
+  Status SetAttributes(mode_t mode, int64_t mtime_ns) override {
+    DS_RETURN_IF_ERROR(WriteBack());
+    return base_->SetAttributes(mode, mtime_ns);
   }
   // Closing is not syncing: what is still held is what a crash would lose.
   Status Close() override {
@@ -377,6 +415,39 @@ class FaultRandomWrite final : public RandomWriteFile {
 
 }  // namespace
 
+void FaultStorage::MarkUnsynced(const std::string& path, bool unsynced) {
+  std::lock_guard lock(unsynced_mu_);
+  if (unsynced) {
+    unsynced_.insert(path);
+  } else {
+    unsynced_.erase(path);
+  }
+}
+
+void FaultStorage::Crash() {
+  if (crashed_.exchange(true)) return;
+  std::lock_guard lock(unsynced_mu_);
+  for (const std::string& path : unsynced_) {
+    auto file = below_->OpenWrite(path, WriteMode::kKeep);
+    if (file.ok()) (void)(*file)->Truncate(0);
+  }
+  unsynced_.clear();
+}
+
+Status FaultStorage::Rename(const std::string& from, const std::string& to) {
+  DS_RETURN_IF_ERROR(StorageDecorator::Rename(from, to));
+  std::lock_guard lock(unsynced_mu_);
+  unsynced_.erase(to);
+  if (unsynced_.erase(from) > 0) unsynced_.insert(to);
+  return Status::Ok();
+}
+
+Status FaultStorage::Remove(const std::string& path) {
+  DS_RETURN_IF_ERROR(StorageDecorator::Remove(path));
+  MarkUnsynced(path, false);
+  return Status::Ok();
+}
+
 void FaultStorage::FailOp(StorageOp op, uint64_t nth, int err) {
   std::lock_guard lock(mu_);
   size_t i = static_cast<size_t>(op);
@@ -401,7 +472,7 @@ Status FaultStorage::Check(StorageOp op, const std::string& what) {
   bool crash = armed_[i].crash;
   armed_[i] = Armed{};
   if (crash) {
-    crashed_ = true;
+    Crash();
     return Status(Code::kIOError,
                   fmt::format("{}: simulated crash (at {} #{})", what, StorageOpName(op), n), EIO);
   }
@@ -409,6 +480,15 @@ Status FaultStorage::Check(StorageOp op, const std::string& what) {
   return Status(
       code, fmt::format("{}: {} (injected {} #{})", what, std::strerror(err), StorageOpName(op), n),
       err);
+}
+
+Result<std::unique_ptr<RandomWriteFile>> FaultStorage::OpenDirect(const std::string& path) {
+  return Status(Code::kUnsupported,
+                path + ": fault storage holds writes in memory; no handle writes around them");
+}
+
+Status FaultStorage::SyncAll(const std::string& dir) {
+  return Status(Code::kUnsupported, dir + ": fault storage syncs each file (no syncfs)");
 }
 
 std::unique_ptr<RandomAccessFile> FaultStorage::WrapRead(std::unique_ptr<RandomAccessFile> f) {

@@ -15,9 +15,11 @@
 //     memory until Sync, Commit, or kFaultWriteBack bytes, when they go down as the kernel's
 //     writeback would), and every later operation fails with EIO "after a simulated crash".
 //     A file not yet committed never appears under its final name. A RandomWriteFile's held
-//     writes go down before it is read, sized or truncated.
-// Every write (Append, WriteAt) and every truncation is one kWrite; OpenWrite is a kCreate and
-// SyncDir a kSync.
+//     writes go down before it is read, sized, truncated or closed; a file written in place and
+//     not synced since (closed or not, renamed or not) is emptied by the crash: the page cache's
+//     worst case, as leveldb's FaultInjectionTestEnv drops unsynced data.
+// Every write (Append, WriteAt), truncation and Allocate is one kWrite; OpenWrite is a kCreate
+// and SyncDir a kSync.
 // Files from FaultStorage report fd() -1, so every byte read passes through the faults.
 #pragma once
 
@@ -27,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 
 #include "src/storage.h"
@@ -85,6 +88,8 @@ class StorageDecorator : public Storage {
   Status Remove(const std::string& path) override;
   Status Rename(const std::string& from, const std::string& to) override;
   Status Exchange(const std::string& a, const std::string& b) override;  // a kRename
+  Result<std::unique_ptr<RandomWriteFile>> OpenDirect(const std::string& path) override;
+  Status SyncAll(const std::string& dir) override;  // a kSync
   Result<std::unique_ptr<StorageLock>> LockWriter(const std::string& dir,
                                                   std::string* warning) override;
   // Forwarded as they are: cache control, not dataset IO, so neither counted nor faulted.
@@ -131,12 +136,12 @@ inline constexpr size_t kFaultWriteBack = 8 << 20;
 
 class FaultStorage final : public StorageDecorator {
  public:
-  using StorageDecorator::StorageDecorator;
+  explicit FaultStorage(std::shared_ptr<Storage> base) : StorageDecorator(base), below_(base) {}
 
   // One armed fault per kind; arming again replaces it. nth >= 1.
   void FailOp(StorageOp op, uint64_t nth, int err = 0);
   void ShortReads(size_t max_bytes) { short_reads_ = max_bytes; }
-  void Crash() { crashed_ = true; }
+  void Crash();
   // Crash() at the nth operation of that kind from now, which fails as every later one does: a
   // process killed there (nothing after it runs, its cleanup included).
   void CrashAt(StorageOp op, uint64_t nth);
@@ -147,12 +152,21 @@ class FaultStorage final : public StorageDecorator {
   // OK, or the injected failure for this operation on `what`.
   Status Check(StorageOp op, const std::string& what);
   size_t short_reads() const { return short_reads_; }
-  // Its files report fd() -1: no engine reads around the faults.
+  // Its files report fd() -1: no engine reads around the faults. Writes are held until each
+  // file's own Sync, so a syncfs below would not reach them (no sync_all), and a second handle
+  // writing around them is refused (OpenDirect).
   StorageCaps caps() const override {
     StorageCaps c = StorageDecorator::caps();
     c.local_fd = false;
+    c.sync_all = false;
     return c;
   }
+  Result<std::unique_ptr<RandomWriteFile>> OpenDirect(const std::string& path) override;
+  Status SyncAll(const std::string& dir) override;
+  Status Rename(const std::string& from, const std::string& to) override;
+  Status Remove(const std::string& path) override;
+  // A file written in place has data below that a crash loses (true) or not any more (false).
+  void MarkUnsynced(const std::string& path, bool unsynced);
 
  protected:
   Status Before(StorageOp op, const std::string& what) override { return Check(op, what); }
@@ -171,6 +185,9 @@ class FaultStorage final : public StorageDecorator {
   std::array<Armed, kStorageOpCount> armed_{};
   std::atomic<size_t> short_reads_{0};
   std::atomic<bool> crashed_{false};
+  std::shared_ptr<Storage> below_;  // the backend below, to empty unsynced files at a crash
+  std::mutex unsynced_mu_;          // guards unsynced_
+  std::set<std::string> unsynced_;  // files written in place and not synced since
 };
 
 }  // namespace ds

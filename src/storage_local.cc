@@ -59,6 +59,13 @@ class LocalFile final : public RandomAccessFile {
   const std::string& name() const override { return name_; }
   uint64_t size() const override { return size_; }
   int fd() const override { return fd_.get(); }
+  void Advise(Advice advice, uint64_t offset, uint64_t len) const override {
+    if (advice == Advice::kDontNeed) {
+      EvictPages(fd_.get(), offset, len);
+    } else {
+      (void)::posix_fadvise(fd_.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+    }
+  }
   Status ReadAtV(iovec* iov, size_t count, uint64_t offset, std::string_view what) const override {
     return ReadFullAtV(fd_.get(), iov, count, offset,
                        what.empty() ? std::string_view(name_) : what);
@@ -173,6 +180,25 @@ class LocalRandomWrite final : public RandomWriteFile {
     return Status::Ok();
   }
 
+  Status Allocate(uint64_t size) override {
+    if (size == 0) return Status::Ok();
+    int r = ::posix_fallocate(fd_.get(), 0, static_cast<off_t>(size));
+    // EOPNOTSUPP, EINVAL: the file system cannot reserve (the writes find out instead).
+    if (r != 0 && r != EOPNOTSUPP && r != EINVAL) {
+      return Status::FromErrno(r, fmt::format("{}: fallocate {} bytes", name_, size));
+    }
+    return Status::Ok();
+  }
+
+  Status SetAttributes(mode_t mode, int64_t mtime_ns) override {
+    if (::fchmod(fd_.get(), mode) != 0) return Status::FromErrno(errno, name_ + ": chmod");
+    struct timespec ts[2];
+    ts[0].tv_sec = ts[1].tv_sec = mtime_ns / 1000000000;
+    ts[0].tv_nsec = ts[1].tv_nsec = mtime_ns % 1000000000;
+    if (::futimens(fd_.get(), ts) != 0) return Status::FromErrno(errno, name_ + ": futimens");
+    return Status::Ok();
+  }
+
   Status Close() override {
     int fd = fd_.release();
     if (fd >= 0 && ::close(fd) != 0) return Status::FromErrno(errno, name_ + ": close");
@@ -201,7 +227,8 @@ class Local final : public Storage {
                        .page_cache = true,
                        .exclusive_lock = true,
                        .max_inflight = kLocalInflight,
-                       .local_fd = true};
+                       .local_fd = true,
+                       .sync_all = true};
   }
 
   Result<std::unique_ptr<RandomAccessFile>> OpenRead(const std::string& path) override {
@@ -230,7 +257,23 @@ class Local final : public Storage {
     return std::unique_ptr<RandomWriteFile>(new LocalRandomWrite(std::move(fd), path));
   }
 
+  Result<std::unique_ptr<RandomWriteFile>> OpenDirect(const std::string& path) override {
+    auto fd = OpenFile(path, O_WRONLY | O_DIRECT | O_CLOEXEC);
+    if (!fd.ok() && fd.status().err() == EINVAL) {  // the file system refuses O_DIRECT (tmpfs)
+      return Status(Code::kUnsupported, fd.status().message(), EINVAL);
+    }
+    if (!fd.ok()) return fd.status();
+    return std::unique_ptr<RandomWriteFile>(new LocalRandomWrite(std::move(*fd), path));
+  }
+
   Status SyncDir(const std::string& dir) override { return FsyncDir(dir); }
+
+  Status SyncAll(const std::string& dir) override {
+    auto fd = OpenFile(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!fd.ok()) return Status::FromErrno(fd.status().err(), dir + ": syncfs");
+    if (::syncfs(fd->get()) != 0) return Status::FromErrno(errno, dir + ": syncfs");
+    return Status::Ok();
+  }
 
   Result<FileInfo> Stat(const std::string& path, bool follow) override {
     struct stat st;

@@ -1,16 +1,14 @@
 #include "sync/committer.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include "sync/copier.h"
 
 namespace ds::sync {
 
-Committer::Committer(std::string dst, Journal* journal) : dst_(std::move(dst)), journal_(journal) {
-  auto fd = OpenFile(dst_, O_RDONLY | O_DIRECTORY);
-  if (fd.ok()) dst_fd_ = std::move(*fd);
-}
+Committer::Committer(std::string dst, Journal* journal, std::shared_ptr<Storage> storage)
+    : dst_(std::move(dst)),
+      journal_(journal),
+      storage_(storage ? std::move(storage) : LocalStorage()),
+      sync_all_(storage_->caps().sync_all) {}
 
 void Committer::Add(size_t index, std::string tmp, std::string final_path, JournalEntry entry,
                     uint64_t bytes, std::vector<CopyResult>* results) {
@@ -34,26 +32,32 @@ void Committer::Flush(std::vector<CopyResult>* results) {
     pending_bytes_ = 0;
   }
   Commit(std::move(batch), results);
-  if (dst_fd_.valid()) (void)::syncfs(dst_fd_.get());  // the renames; a lost one is recopied
+  // The renames; a lost one is copied again by the next run.
+  std::lock_guard<std::mutex> lock(commit_mu_);
+  if (sync_all_) {
+    (void)storage_->SyncAll(dst_);
+  } else {
+    for (const auto& dir : renamed_dirs_) (void)storage_->SyncDir(dir);
+  }
+  renamed_dirs_.clear();
 }
 
 void Committer::Commit(std::vector<Item> batch, std::vector<CopyResult>* results) {
   if (batch.empty()) return;
   std::lock_guard<std::mutex> lock(commit_mu_);
-  Status st;
-  if (!dst_fd_.valid() || ::syncfs(dst_fd_.get()) != 0) {
-    st = Status::FromErrno(errno, dst_ + ": syncfs");
-  }
+  Status st = sync_all_ ? storage_->SyncAll(dst_) : Status::Ok();
   std::vector<JournalEntry> entries;
   for (auto& item : batch) {
     Status s = st;
-    if (s.ok() && ::rename(item.tmp.c_str(), item.final_path.c_str()) != 0) {
-      s = Status::FromErrno(errno, item.final_path + ": rename");
-    }
+    if (s.ok()) s = storage_->Rename(item.tmp, item.final_path);
     if (!s.ok()) {
-      ::unlink(item.tmp.c_str());
+      (void)storage_->Remove(item.tmp);
       (*results)[item.index].status = s;
       continue;
+    }
+    if (!sync_all_) {
+      size_t slash = item.final_path.rfind('/');
+      renamed_dirs_.insert(slash == std::string::npos ? "." : item.final_path.substr(0, slash));
     }
     entries.push_back(std::move(item.entry));
   }

@@ -1,9 +1,6 @@
 #include "sync/copier.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,9 +10,7 @@
 
 #include "src/aligned_buffer.h"
 #include "src/checksum.h"
-#include "src/fd.h"
 #include "src/io_engine.h"
-#include "src/page_cache.h"
 #include "sync/committer.h"
 
 namespace ds::sync {
@@ -59,7 +54,8 @@ struct FileState {
   int attempt = 0;
   uint64_t size = 0;  // the source's size and mtime when this attempt opened it
   int64_t mtime_ns = 0;
-  OwnedFd src, dst, dst_direct;
+  std::unique_ptr<RandomAccessFile> src;
+  std::unique_ptr<RandomWriteFile> dst, dst_direct;
   std::vector<uint64_t> chunk_hash;
   Xxh3Hasher whole;  // one task copying all chunks in order hashes the whole file inline
   bool whole_valid = false;
@@ -71,7 +67,13 @@ struct FileState {
 class Engine {
  public:
   Engine(const std::vector<PlanFile>& files, const CopyOptions& o)
-      : o_(o), states_(files.size()), results_(files.size()), committer_(o.dst, o.journal) {
+      : o_(o),
+        src_(o.src_storage ? o.src_storage : LocalStorage()),
+        dst_(o.dst_storage ? o.dst_storage : LocalStorage()),
+        sync_all_(dst_->caps().sync_all),
+        states_(files.size()),
+        results_(files.size()),
+        committer_(o.dst, o.journal, dst_) {
     for (size_t i = 0; i < files.size(); ++i) {
       FileState& s = states_[i];
       s.f = &files[i];
@@ -138,7 +140,7 @@ class Engine {
   // Opens the source and the tmp file for an attempt. REQUIRES: s->mu held.
   Status Open(FileState* s) {
     const std::string& rel = s->f->rel;
-    auto src = OpenFile(s->f->src_path, O_RDONLY);
+    auto src = src_->OpenRead(s->f->src_path);
     if (!src.ok()) {
       if (src.status().code() == Code::kNotFound) {
         return Status(Code::kBadInput, rel + ": vanished during the copy (not staged)");
@@ -147,43 +149,39 @@ class Engine {
     }
     s->src = std::move(*src);
     if (s->attempt > 0) {
-      struct stat st;
-      if (::fstat(s->src.get(), &st) != 0) return Status::FromErrno(errno, rel, Code::kBadInput);
-      s->size = static_cast<uint64_t>(st.st_size);
-      s->mtime_ns = MtimeNs(st);
+      auto st = src_->Stat(s->f->src_path, /*follow=*/true);
+      if (!st.ok()) return Status(Code::kBadInput, st.status().message(), st.status().err());
+      s->size = st->size;
+      s->mtime_ns = st->mtime_ns;
     }
-    ::posix_fadvise(s->src.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
+    s->src->Advise(RandomAccessFile::Advice::kSequential);
     bool reuse = s->attempt == 0 && std::any_of(s->prev.begin(), s->prev.end(),
                                                 [](const JournalEntry* e) { return e; });
-    auto dst = OpenFile(s->tmp, O_RDWR | O_CREAT | (reuse ? 0 : O_TRUNC), 0600);
-    if (!dst.ok()) return dst.status();
-    s->dst = std::move(*dst);
-    struct stat dst_st;
-    if (reuse &&
-        (::fstat(s->dst.get(), &dst_st) != 0 || static_cast<uint64_t>(dst_st.st_size) != s->size)) {
-      std::fill(s->prev.begin(), s->prev.end(), nullptr);
+    DS_ASSIGN_OR_RETURN(s->dst,
+                        dst_->OpenWrite(s->tmp, reuse ? WriteMode::kKeep : WriteMode::kTruncate));
+    if (reuse) {
+      auto size = s->dst->Size();
+      if (!size.ok() || *size != s->size) std::fill(s->prev.begin(), s->prev.end(), nullptr);
     }
-    if (::ftruncate(s->dst.get(), static_cast<off_t>(s->size)) != 0) {
-      return Status::FromErrno(errno, s->tmp + ": ftruncate");
-    }
-    if (s->size > 0) {
-      int r = ::posix_fallocate(s->dst.get(), 0, static_cast<off_t>(s->size));
-      if (r != 0 && r != EOPNOTSUPP && r != EINVAL) {
-        return Status::FromErrno(r, fmt::format("{}: fallocate {} bytes", s->tmp, s->size));
-      }
-    }
+    DS_RETURN_IF_ERROR(s->dst->Truncate(s->size));
+    DS_RETURN_IF_ERROR(s->dst->Allocate(s->size));
     if (o_.direct) {
-      auto d = OpenFile(s->tmp, O_WRONLY | O_DIRECT);
+      auto d = dst_->OpenDirect(s->tmp);
       if (d.ok()) s->dst_direct = std::move(*d);  // refused (tmpfs): stay buffered
     }
     return Status::Ok();
   }
 
-  Status HashRange(int fd, uint64_t off, uint64_t len, char* buf, Xxh3Hasher* h, Xxh3Hasher* whole,
-                   const std::string& what) {
+  // Hashes [off, off+len) of the tmp file as written so far.
+  Status HashRange(RandomWriteFile* file, uint64_t off, uint64_t len, char* buf, Xxh3Hasher* h,
+                   Xxh3Hasher* whole) {
     for (uint64_t done = 0; done < len;) {
       size_t n = static_cast<size_t>(std::min<uint64_t>(kBufferSize, len - done));
-      DS_RETURN_IF_ERROR(ReadFullAt(fd, buf, n, off + done, what));
+      DS_ASSIGN_OR_RETURN(size_t got, file->ReadSome(off + done, buf, n));
+      if (got < n) {
+        return Status(Code::kCorruption,
+                      fmt::format("{}: truncated at offset {}", file->name(), off + done + got));
+      }
       h->Update(buf, n);
       if (whole != nullptr) whole->Update(buf, n);
       done += n;
@@ -197,23 +195,58 @@ class Engine {
                    Xxh3Hasher* whole = nullptr) {
     Status st = CopyPieces(s, off, len, io, h, whole);
     io->Drain();
-    if (st.ok()) {
-      EvictPages(s->src.get(), off, len);
-    }
+    if (st.ok()) s->src->Advise(RandomAccessFile::Advice::kDontNeed, off, len);
     return st;
+  }
+
+  // A failed read of the source fails that file alone (kBadInput); DST's errors stop the run.
+  static Status SourceError(Status st) {
+    if (st.ok() || st.code() == Code::kBadInput) return st;
+    return Status(Code::kBadInput, st.message(), st.err());
+  }
+
+  // Reads the rest of a piece from the source (a short read from the engine, or the whole piece
+  // where the source has no local fd). EOF first means the file shrank during the copy.
+  Status ReadRest(FileState* s, char* buf, size_t n, uint64_t at) {
+    Status st = s->src->ReadAt(at, buf, n, s->f->rel);
+    if (st.code() == Code::kCorruption) {
+      return Status(Code::kBadInput, s->f->rel + ": changed during copy (it shrank)");
+    }
+    return SourceError(std::move(st));
+  }
+
+  // Hashes a piece that was read and writes it into the tmp file.
+  Status Land(FileState* s, const char* buf, size_t n, uint64_t at, Xxh3Hasher* h,
+              Xxh3Hasher* whole) {
+    h->Update(buf, n);
+    if (whole != nullptr) whole->Update(buf, n);
+    if (o_.bucket != nullptr) o_.bucket->Acquire(n);
+    size_t direct = s->dst_direct ? (n & ~(kDirectAlign - 1)) : 0;
+    if (direct > 0) DS_RETURN_IF_ERROR(s->dst_direct->WriteAt(at, buf, direct));
+    if (n > direct) DS_RETURN_IF_ERROR(s->dst->WriteAt(at + direct, buf + direct, n - direct));
+    if (o_.bytes_done != nullptr) *o_.bytes_done += n;
+    return Status::Ok();
   }
 
   Status CopyPieces(FileState* s, uint64_t off, uint64_t len, WorkerIo* io, Xxh3Hasher* h,
                     Xxh3Hasher* whole) {
     const uint64_t pieces = (len + kBufferSize - 1) / kBufferSize;
-    IoRequest req[2];
     auto piece_len = [&](uint64_t p) {
       return static_cast<size_t>(std::min<uint64_t>(kBufferSize, len - p * kBufferSize));
     };
+    if (s->src->fd() < 0) {  // a remote or decorated source: its own reads, one piece at a time
+      for (uint64_t p = 0; p < pieces; p++) {
+        const uint64_t at = off + p * kBufferSize;
+        DS_RETURN_IF_ERROR(ReadRest(s, io->scratch(), piece_len(p), at));
+        DS_RETURN_IF_ERROR(Land(s, io->scratch(), piece_len(p), at, h, whole));
+      }
+      return Status::Ok();
+    }
+    IoRequest req[2];
     auto start = [&](uint64_t p) -> Status {
       IoRequest& r = req[p % 2];
       r = IoRequest{IoRequest::Op::kRead,
-                    s->src.get(),
+                    s->src->fd(),
                     io->buf[p % 2].data(),
                     piece_len(p),
                     off + p * kBufferSize,
@@ -234,25 +267,13 @@ class Engine {
       const size_t n = piece_len(p);
       const uint64_t at = off + p * kBufferSize;
       char* buf = io->buf[p % 2].data();
-      if (r.result < 0)
-        return ErrnoStatus(r.result, fmt::format("{}: read at offset {}", s->f->rel, at));
+      if (r.result < 0) {
+        return SourceError(
+            ErrnoStatus(r.result, fmt::format("{}: read at offset {}", s->f->rel, at)));
+      }
       auto got = static_cast<size_t>(r.result);
-      if (got < n) {  // a short read: the rest directly (EOF here means the file shrank)
-        Status rest = ReadFullAt(s->src.get(), buf + got, n - got, at + got, s->f->rel);
-        if (rest.code() == Code::kCorruption) {
-          return Status(Code::kBadInput, s->f->rel + ": changed during copy (it shrank)");
-        }
-        DS_RETURN_IF_ERROR(rest);
-      }
-      h->Update(buf, n);
-      if (whole != nullptr) whole->Update(buf, n);
-      if (o_.bucket != nullptr) o_.bucket->Acquire(n);
-      size_t direct = s->dst_direct.valid() ? (n & ~(kDirectAlign - 1)) : 0;
-      if (direct > 0) {
-        DS_RETURN_IF_ERROR(WriteFullAt(s->dst_direct.get(), buf, direct, at, s->tmp));
-      }
-      DS_RETURN_IF_ERROR(WriteFullAt(s->dst.get(), buf + direct, n - direct, at + direct, s->tmp));
-      if (o_.bytes_done != nullptr) *o_.bytes_done += n;
+      if (got < n) DS_RETURN_IF_ERROR(ReadRest(s, buf + got, n - got, at + got));
+      DS_RETURN_IF_ERROR(Land(s, buf, n, at, h, whole));
     }
     return Status::Ok();
   }
@@ -279,7 +300,7 @@ class Engine {
     Xxh3Hasher h, before;
     if (const JournalEntry* e = s->prev[k]) {
       if (whole != nullptr) before.CopyFrom(*whole);
-      if (HashRange(s->dst.get(), off, len, io->scratch(), &h, whole, s->tmp).ok() &&
+      if (HashRange(s->dst.get(), off, len, io->scratch(), &h, whole).ok() &&
           h.Digest() == e->xxh3) {
         s->chunk_hash[k] = e->xxh3;
         s->resumed += len;
@@ -309,12 +330,11 @@ class Engine {
       *hash = s->whole.Digest();
     } else {
       Xxh3Hasher h;
-      DS_RETURN_IF_ERROR(HashRange(s->dst.get(), 0, s->size, buf, &h, nullptr, s->tmp));
+      DS_RETURN_IF_ERROR(HashRange(s->dst.get(), 0, s->size, buf, &h, nullptr));
       *hash = h.Digest();
     }
-    struct stat st;
-    if (::stat(s->f->src_path.c_str(), &st) != 0 || static_cast<uint64_t>(st.st_size) != s->size ||
-        MtimeNs(st) != s->mtime_ns) {
+    auto st = src_->Stat(s->f->src_path, /*follow=*/true);
+    if (!st.ok() || st->size != s->size || st->mtime_ns != s->mtime_ns) {
       *retry = true;
       return Status(Code::kBadInput, s->f->rel +
                                          ": changed during copy (size or mtime differ "
@@ -340,9 +360,7 @@ class Engine {
     if (!st.ok() && retry && !abort_) {
       r.recopied = true;
       s.attempt = 1;
-      s.src.reset();
-      s.dst_direct.reset();
-      s.dst.reset();
+      (void)Close(&s);
       Xxh3Hasher h;
       st = Open(&s);
       if (st.ok()) st = CopyRange(&s, 0, s.size, io, &h);
@@ -353,9 +371,8 @@ class Engine {
       }
     }
     if (st.ok()) st = Seal(&s);
-    s.src.reset();
-    s.dst_direct.reset();
-    s.dst.reset();
+    Status closed = Close(&s);
+    if (st.ok()) st = closed;
     r.size = s.size;
     r.mtime_ns = s.mtime_ns;
     r.xxh3 = hash;
@@ -363,7 +380,7 @@ class Engine {
     r.verified = s.f->expected_xxh3.has_value();
     if (!st.ok()) {
       if (st.code() == Code::kNoSpace || st.code() == Code::kIOError) abort_ = true;
-      ::unlink(s.tmp.c_str());
+      (void)dst_->Remove(s.tmp);
       r.status = st;
       return;
     }
@@ -372,16 +389,31 @@ class Engine {
     committer_.Add(i, s.tmp, o_.dst + "/" + s.f->rel, e, s.size, &results_);
   }
 
+  // The source's mode and mtime on the tmp file; where the destination cannot sync a batch at
+  // once (Committer), the file is made durable here, before it can get its final name.
   Status Seal(FileState* s) {
-    if (::fchmod(s->dst.get(), s->f->mode) != 0) return Status::FromErrno(errno, s->tmp);
-    struct timespec ts[2];
-    ts[0].tv_sec = ts[1].tv_sec = s->mtime_ns / 1000000000;
-    ts[0].tv_nsec = ts[1].tv_nsec = s->mtime_ns % 1000000000;
-    if (::futimens(s->dst.get(), ts) != 0) return Status::FromErrno(errno, s->tmp + ": futimens");
+    DS_RETURN_IF_ERROR(s->dst->SetAttributes(s->f->mode, s->mtime_ns));
+    if (!sync_all_) DS_RETURN_IF_ERROR(s->dst->Sync());
     return Status::Ok();
   }
 
+  // Closes an attempt's files; reports what closing the tmp file finds (a delayed write error).
+  static Status Close(FileState* s) {
+    Status st;
+    s->src.reset();
+    for (auto* f : {&s->dst_direct, &s->dst}) {
+      if (*f) {
+        Status c = (*f)->Close();
+        if (st.ok()) st = c;
+        f->reset();
+      }
+    }
+    return st;
+  }
+
   const CopyOptions& o_;
+  std::shared_ptr<Storage> src_, dst_;
+  bool sync_all_;
   std::vector<FileState> states_;
   std::vector<CopyResult> results_;
   std::vector<std::pair<size_t, size_t>> tasks_;

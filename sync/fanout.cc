@@ -1,8 +1,5 @@
 #include "sync/fanout.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -11,8 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "src/fd.h"
-#include "src/page_cache.h"
+#include "src/storage.h"
 #include "sync/committer.h"
 
 namespace ds::sync {
@@ -23,22 +19,18 @@ namespace {
 // read (decimal), so that every rank checks what it wrote even without a manifest hash.
 constexpr std::string_view kOk = "ok";
 
-int64_t MtimeNs(const struct stat& st) {
-  return static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec;
-}
-
 // Rank 0's side of one file: its chunks, then its verdict.
 class Reader {
  public:
-  Reader(const PlanFile& f, int threads)
-      : f_(f), threads_(static_cast<size_t>(std::max(1, threads))) {
+  Reader(const PlanFile& f, int threads, Storage* storage)
+      : f_(f), threads_(static_cast<size_t>(std::max(1, threads))), storage_(storage) {
     XXH3_64bits_reset(hash_);
-    auto fd = OpenFile(f.src_path, O_RDONLY);
-    if (!fd.ok()) {
-      error_ = fd.status().message();
+    auto file = storage->OpenRead(f.src_path);
+    if (!file.ok()) {
+      error_ = file.status().message();
       return;
     }
-    fd_ = std::move(*fd);
+    file_ = std::move(*file);
   }
   ~Reader() { XXH3_freeState(hash_); }
   Reader(const Reader&) = delete;
@@ -60,7 +52,7 @@ class Reader {
       return "V" + Verdict();
     }
     XXH3_64bits_update(hash_, piece.data() + 1, n);
-    EvictPages(fd_.get(), off_, n);
+    file_->Advise(RandomAccessFile::Advice::kDontNeed, off_, n);
     off_ += n;
     return piece;
   }
@@ -75,10 +67,10 @@ class Reader {
     for (size_t k = 1; k < parts; k++) {
       pool.emplace_back([&, k] {
         size_t a = k * slice, len = std::min(slice, n - std::min(n, a));
-        if (len > 0) st[k] = ReadFullAt(fd_.get(), buf + a, len, off_ + a, f_.src_path);
+        if (len > 0) st[k] = file_->ReadAt(off_ + a, buf + a, len);
       });
     }
-    st[0] = ReadFullAt(fd_.get(), buf, std::min(slice, n), off_, f_.src_path);
+    st[0] = file_->ReadAt(off_, buf, std::min(slice, n));
     for (auto& t : pool) t.join();
     for (auto& s : st) DS_RETURN_IF_ERROR(s);
     return Status::Ok();
@@ -86,9 +78,9 @@ class Reader {
 
   std::string Verdict() {
     if (!error_.empty()) return "E" + error_;
-    struct stat st;
-    if (::fstat(fd_.get(), &st) != 0) return "E" + Status::FromErrno(errno, f_.src_path).message();
-    if (static_cast<uint64_t>(st.st_size) != f_.size || MtimeNs(st) != f_.mtime_ns) {
+    auto st = storage_->Stat(f_.src_path, /*follow=*/true);
+    if (!st.ok()) return "E" + st.status().message();
+    if (st->size != f_.size || st->mtime_ns != f_.mtime_ns) {
       return "C" + f_.src_path + ": changed during copy (size or mtime differs from the plan)";
     }
     return std::string(kOk) + std::to_string(XXH3_64bits_digest(hash_));
@@ -97,7 +89,8 @@ class Reader {
   static constexpr size_t kMinSlice = 1 << 20;
   const PlanFile& f_;
   size_t threads_;
-  OwnedFd fd_;
+  Storage* storage_;
+  std::unique_ptr<RandomAccessFile> file_;
   uint64_t off_ = 0;
   std::string error_;
   XXH3_state_t* hash_ = XXH3_createState();
@@ -130,7 +123,9 @@ std::vector<CopyResult> FanoutCopy(const std::vector<PlanFile>& files,
     }
     return results;
   }
-  Committer committer(o.dst, o.journal);
+  std::shared_ptr<Storage> src = o.src_storage ? o.src_storage : LocalStorage();
+  std::shared_ptr<Storage> dst = o.dst_storage ? o.dst_storage : LocalStorage();
+  Committer committer(o.dst, o.journal, dst);
   for (size_t i = 0; i < files.size(); i++) {
     const PlanFile& f = files[i];
     auto wanted = job->Sum(needed[i] ? 1 : 0, "the ranks that need a file");
@@ -144,19 +139,20 @@ std::vector<CopyResult> FanoutCopy(const std::vector<PlanFile>& files,
     size_t index = results.size();
     if (mine) results.push_back(CopyResult{f.rel, f.size, f.mtime_ns, 0, false, false, 0, {}});
     std::string tmp = o.dst + "/" + TmpRel(f.rel);
-    OwnedFd out;
+    std::unique_ptr<RandomWriteFile> out;
     Status local;  // this rank's own failure (writing DST); it still takes part to the end
     if (mine) {
-      auto fd = OpenFile(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      if (fd.ok()) {
-        out = std::move(*fd);
+      auto file = dst->OpenWrite(tmp, WriteMode::kTruncate);
+      if (file.ok()) {
+        out = std::move(*file);
       } else {
-        local = fd.status();
+        local = file.status();
       }
     }
     XXH3_state_t* h = XXH3_createState();
     XXH3_64bits_reset(h);
-    std::unique_ptr<Reader> reader = job->root() ? std::make_unique<Reader>(f, o.threads) : nullptr;
+    std::unique_ptr<Reader> reader =
+        job->root() ? std::make_unique<Reader>(f, o.threads, src.get()) : nullptr;
     uint64_t off = 0;
     std::string verdict, piece;
     while (true) {
@@ -180,7 +176,7 @@ std::vector<CopyResult> FanoutCopy(const std::vector<PlanFile>& files,
         const char* data = piece.data() + 1;
         size_t n = piece.size() - 1;
         XXH3_64bits_update(h, data, n);
-        local = WriteFullAt(out.get(), data, n, off, tmp);
+        local = out->WriteAt(off, data, n);
       }
       off += piece.size() - 1;
     }
@@ -204,16 +200,16 @@ std::vector<CopyResult> FanoutCopy(const std::vector<PlanFile>& files,
       st = Status(Code::kCorruption, f.src_path + ": xxh3 mismatch against the dataset's manifest");
     }
     if (st.ok()) r.verified = f.expected_xxh3.has_value();
-    if (st.ok() && ::fchmod(out.get(), f.mode) != 0) st = Status::FromErrno(errno, tmp);
-    if (st.ok()) {
-      struct timespec ts[2];
-      ts[0].tv_sec = ts[1].tv_sec = f.mtime_ns / 1000000000;
-      ts[0].tv_nsec = ts[1].tv_nsec = f.mtime_ns % 1000000000;
-      if (::futimens(out.get(), ts) != 0) st = Status::FromErrno(errno, tmp + ": futimens");
+    if (st.ok()) st = out->SetAttributes(f.mode, f.mtime_ns);
+    // Durable before its final name: here, where DST's storage cannot sync a batch at once.
+    if (st.ok() && !dst->caps().sync_all) st = out->Sync();
+    if (out) {
+      Status closed = out->Close();
+      if (st.ok()) st = closed;
+      out.reset();
     }
-    out = OwnedFd();
     if (!st.ok()) {
-      ::unlink(tmp.c_str());
+      (void)dst->Remove(tmp);
       r.status = st;
       continue;
     }

@@ -1,8 +1,6 @@
 #include "sync/journal.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <charconv>
 
@@ -112,17 +110,20 @@ std::vector<JournalEntry> ParseJournal(std::string_view text, size_t* bad) {
   return out;
 }
 
-Result<Journal> Journal::Open(const std::string& dir, std::vector<JournalEntry>* existing) {
+Result<Journal> Journal::Open(const std::string& dir, std::vector<JournalEntry>* existing,
+                              std::shared_ptr<Storage> storage) {
+  if (!storage) storage = LocalStorage();
   std::string path = dir + "/" + kJournalName;
   existing->clear();
-  auto text = ReadWholeFile(path);
+  auto text = ReadAll(*storage, path);
   if (text.ok()) {
     *existing = ParseJournal(*text);
   } else if (text.status().code() != Code::kNotFound) {
     return text.status();
   }
-  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_WRONLY | O_CREAT | O_APPEND));
-  return Journal(std::move(fd), path);
+  DS_ASSIGN_OR_RETURN(auto file, storage->OpenWrite(path, WriteMode::kKeep));
+  DS_ASSIGN_OR_RETURN(uint64_t end, file->Size());
+  return Journal(std::move(storage), std::move(file), path, end);
 }
 
 Status Journal::Append(const std::vector<JournalEntry>& entries, bool sync) {
@@ -130,16 +131,21 @@ Status Journal::Append(const std::vector<JournalEntry>& entries, bool sync) {
   std::string text;
   for (const auto& e : entries) text += FormatEntry(e);
   std::lock_guard<std::mutex> lock(mu_);
-  DS_RETURN_IF_ERROR(WriteFull(fd_.get(), text.data(), text.size(), path_));
-  if (sync && ::fdatasync(fd_.get()) != 0) return Status::FromErrno(errno, path_ + ": fdatasync");
+  if (!file_) return Status(Code::kInternal, path_ + ": appended to after Remove()");
+  DS_RETURN_IF_ERROR(file_->WriteAt(end_, text.data(), text.size()));
+  end_ += text.size();
+  if (sync) DS_RETURN_IF_ERROR(file_->Sync());
   return Status::Ok();
 }
 
 Status Journal::Remove() {
-  fd_.reset();
-  if (::unlink(path_.c_str()) != 0 && errno != ENOENT) {
-    return Status::FromErrno(errno, path_ + ": unlink");
+  std::lock_guard<std::mutex> lock(mu_);
+  if (file_) {
+    (void)file_->Close();
+    file_.reset();
   }
+  Status st = storage_->Remove(path_);
+  if (!st.ok() && st.code() != Code::kNotFound) return st;
   return Status::Ok();
 }
 

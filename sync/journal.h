@@ -17,13 +17,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "src/fd.h"
 #include "src/status.h"
+#include "src/storage.h"
 
 namespace ds::sync {
 
@@ -53,9 +54,15 @@ inline constexpr const char* kJournalName = ".dssync-journal";
 
 class Journal {
  public:
-  // Opens (creating) DIR/.dssync-journal for appending and returns the entries already in it.
-  static Result<Journal> Open(const std::string& dir, std::vector<JournalEntry>* existing);
-  Journal(Journal&& o) noexcept : fd_(std::move(o.fd_)), path_(std::move(o.path_)) {}
+  // Opens (creating) DIR/.dssync-journal in `storage` (null: the local backend) for appending
+  // and returns the entries already in it.
+  static Result<Journal> Open(const std::string& dir, std::vector<JournalEntry>* existing,
+                              std::shared_ptr<Storage> storage = nullptr);
+  Journal(Journal&& o) noexcept
+      : storage_(std::move(o.storage_)),
+        file_(std::move(o.file_)),
+        path_(std::move(o.path_)),
+        end_(o.end_) {}
 
   // Appends the entries in one write and fdatasyncs when `sync`.
   Status Append(const std::vector<JournalEntry>& entries, bool sync);
@@ -63,10 +70,14 @@ class Journal {
   Status Remove();
 
  private:
-  Journal(OwnedFd fd, std::string path) : fd_(std::move(fd)), path_(std::move(path)) {}
+  Journal(std::shared_ptr<Storage> storage, std::unique_ptr<RandomWriteFile> file, std::string path,
+          uint64_t end)
+      : storage_(std::move(storage)), file_(std::move(file)), path_(std::move(path)), end_(end) {}
   std::mutex mu_;
-  OwnedFd fd_;
+  std::shared_ptr<Storage> storage_;
+  std::unique_ptr<RandomWriteFile> file_;
   std::string path_;
+  uint64_t end_ = 0;  // where the next line goes; guarded by mu_
 };
 
 }  // namespace ds::sync

@@ -122,7 +122,7 @@ std::vector<PlanFile> SkipUnchanged(const SyncOptions& o, const std::string& tar
     if (!d.ok()) return;
     std::optional<uint64_t> want = f.expected_xxh3;
     if (!want) {
-      auto s = HashFile(f.src_path);
+      auto s = HashFile(*o.src_storage, f.src_path);
       if (!s.ok()) return;
       want = *s;
     }
@@ -202,8 +202,11 @@ Status SwitchCurrent(const std::string& dst, const std::string& version) {
 
 }  // namespace
 
-Result<SyncReport> Sync(const SyncOptions& o) {
+Result<SyncReport> Sync(const SyncOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
+  SyncOptions o = options;
+  if (!o.src_storage) o.src_storage = LocalStorage();
+  if (!o.dst_storage) o.dst_storage = LocalStorage();
   SyncReport r;
   DS_RETURN_IF_ERROR(ValidateChunkSize(o.chunk_size));
   if (o.threads < 1) {
@@ -222,7 +225,7 @@ Result<SyncReport> Sync(const SyncOptions& o) {
                         ResolveRank(o.rank, o.world, [](const char* n) { return std::getenv(n); }));
   }
   DS_ASSIGN_OR_RETURN(Plan plan,
-                      BuildPlan(o.src, PlanOptions{o.follow_symlinks, o.threads, nullptr}));
+                      BuildPlan(o.src, PlanOptions{o.follow_symlinks, o.threads, o.src_storage}));
   r.manifest = plan.manifest;
   r.errors = plan.errors;
   if (o.warn) {
@@ -242,7 +245,7 @@ Result<SyncReport> Sync(const SyncOptions& o) {
 
   Known known;
   std::vector<JournalEntry> previous;
-  DS_ASSIGN_OR_RETURN(Journal journal, Journal::Open(r.target, &previous));
+  DS_ASSIGN_OR_RETURN(Journal journal, Journal::Open(r.target, &previous, o.dst_storage));
   for (auto& e : previous) known.journal[e.path].push_back(std::move(e));
   if (auto m = LoadStagedManifest(r.target); m.ok()) known.staged = std::move(*m);
 
@@ -264,6 +267,8 @@ Result<SyncReport> Sync(const SyncOptions& o) {
   std::atomic<uint64_t> files_done{0}, bytes_done{0};
   CopyOptions co;
   co.dst = r.target;
+  co.src_storage = o.src_storage;
+  co.dst_storage = o.dst_storage;
   co.threads = o.threads;
   co.chunk_size = o.chunk_size;
   co.direct = o.direct;

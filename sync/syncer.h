@@ -19,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -50,6 +51,10 @@ struct SyncOptions {
   bool space_check = true;
   bool progress = false;
   std::function<void(const std::string&)> warn;  // one-line warnings
+  // Where SRC and DST live (src/storage.h); null: the local backend. Tests hand a FaultStorage
+  // or CountingStorage here; the planner, the copier, the committer and the journal go through
+  // them.
+  std::shared_ptr<Storage> src_storage, dst_storage;
   // dssync --fanout under MPI (sync/fanout.h): every rank stages every file (no rank split),
   // and only rank 0 reads SRC's data. Null: the normal copy.
   Job* fanout = nullptr;

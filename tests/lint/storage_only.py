@@ -21,7 +21,8 @@ CALL = re.compile(
     r"(?<![\w.>])(?:::)?(open|openat|pread|preadv|mmap|rename|renameat|stat|lstat|fstat|statx|"
     r"opendir|OpenFile|OpenFileAt|ReadFullAt|ReadFullAtV|MappedFile::Open)\s*\(")
 
-LOCAL_DST = "dssync's destination is the node's local disk: positional, resumable, O_DIRECT writes"
+LOCAL_DST = ("dssync's staging directory on the node's disk: its versions, `current` link, free "
+             "space and --delete walk (its files go through Storage)")
 NOT_YET = "not moved to Storage yet (issue 28, one caller at a time)"
 ALLOWED = {
     # The writers of native, wds, tfrecord and recordio go through Storage (RandomWriteFile);
@@ -42,12 +43,8 @@ ALLOWED = {
     "pack/inspect.cc": "`dspack extract` writes local files: " + NOT_YET,
     "pack/packer.cc": "the packer's source checks: " + NOT_YET,
     "pack/packer_part.cc": "the partitioned packer's source checks: " + NOT_YET,
-    "sync/copier.cc": LOCAL_DST,
-    "sync/committer.cc": LOCAL_DST,
     "sync/syncer.cc": LOCAL_DST,
-    "sync/journal.cc": LOCAL_DST,
     "sync/staged.cc": LOCAL_DST,
-    "sync/fanout.cc": LOCAL_DST,
     "bench/io/io_files.cc": "dsbench io lays out and opens fio's job files for its engines (fd hooks)",
     "bench/io/clone_files.cc": "dsbench io's engines work on fds (fio's file hooks)",
     "bench/io/io_verify.cc": "dsbench io's verify reads back its own job files by fd, as fio's",
