@@ -2,7 +2,6 @@
 
 #include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -55,14 +54,14 @@ namespace internal {
 Status Packer::Run() {
   auto t0 = Clock::now();
   if (o_.job && o_.job->size() > 1) return RunPartitioned(t0);
-  struct stat st;
-  if (::stat(o_.src.c_str(), &st) != 0) return Status::FromErrno(errno, o_.src, Code::kBadInput);
-  bool is_archive = S_ISREG(st.st_mode) && LooksLikeArchive(o_.src);
+  auto st = SrcStorage()->Stat(o_.src, /*follow=*/true);
+  if (!st.ok()) return Status::FromErrno(st.status().err(), o_.src, Code::kBadInput);
+  bool is_archive = st->type == FileType::kRegular && LooksLikeArchive(o_.src);
   std::optional<Format> layout = is_archive ? std::nullopt : DetectLayout(o_.src);
   // A native subset view reads through its LayoutReader (formats/subset.h), not NativeSource,
   // which reads the whole dataset's index.
   bool is_native = layout == Format::kNative && !HasSubsetView(o_.src);
-  if (!S_ISDIR(st.st_mode) && !is_archive && !layout) {
+  if (st->type != FileType::kDirectory && !is_archive && !layout) {
     return Status(Code::kInvalidArgument,
                   o_.src +
                       ": not a directory, an archive (.zip, .tar, .tar.gz, .tgz, .tar.zst, "
@@ -111,8 +110,8 @@ Status Packer::Run() {
     DS_ASSIGN_OR_RETURN(auto reader, OpenLayout(o_.src));
     DS_ASSIGN_OR_RETURN(source_, LayoutSource::Open(std::move(reader), {o_.include, o_.exclude}));
   } else {
-    DS_ASSIGN_OR_RETURN(
-        source_, DirSource::Open(o_.src, {o_.include, o_.exclude}, on_scan_error, kInlineLimit));
+    DS_ASSIGN_OR_RETURN(source_, DirSource::Open(SrcStorage(), o_.src, {o_.include, o_.exclude},
+                                                 on_scan_error, kInlineLimit));
   }
   const FileTree& tree = source_->tree();
   r_->ignored_entries = source_->ignored_entries();

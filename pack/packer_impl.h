@@ -85,6 +85,10 @@ class Packer {
   // OUT inside SRC would pack the dataset into itself.
   Status CheckOutsideSource() const;
 
+  std::shared_ptr<Storage> SrcStorage() const {
+    return o_.src_storage ? o_.src_storage : LocalStorage();
+  }
+
   json CreationOptions() const;
   // What every layout's writer takes from ConvertOptions (existing, OUT's storage).
   CommonWriterOptions WriterCommon() const {

@@ -9,7 +9,6 @@
 //   4. labels, shuffle, the files' sizes (sized in slices, shared), the shard plan, the ranges;
 //   5. rank 0 records the run, or on --resume lists the shards already in place;
 //   6. every rank writes its range; rank 0 gathers the parts and commits.
-#include <sys/stat.h>
 
 #include "pack/packer_impl.h"
 #include "pack/partition.h"
@@ -18,9 +17,9 @@
 namespace ds::internal {
 
 Status Packer::PartCheck() const {
-  struct stat st;
-  if (::stat(o_.src.c_str(), &st) != 0) return Status::FromErrno(errno, o_.src, Code::kBadInput);
-  if (!S_ISDIR(st.st_mode) || DetectLayout(o_.src)) {
+  auto st = SrcStorage()->Stat(o_.src, /*follow=*/true);
+  if (!st.ok()) return Status::FromErrno(st.status().err(), o_.src, Code::kBadInput);
+  if (st->type != FileType::kDirectory || DetectLayout(o_.src)) {
     return Status(Code::kInvalidArgument,
                   o_.src +
                       ": a partitioned convert (several ranks) reads a directory tree; an "
@@ -65,8 +64,8 @@ Status Packer::PartCreateWriter() {
 Status Packer::PartScan() {
   DS_RETURN_IF_ERROR(CheckOutsideSource());
   auto on_scan_error = [&](std::string_view, const Status& s) { return s.Prefixed(o_.src); };
-  DS_ASSIGN_OR_RETURN(
-      source_, DirSource::Open(o_.src, {o_.include, o_.exclude}, on_scan_error, kInlineLimit));
+  DS_ASSIGN_OR_RETURN(source_, DirSource::Open(SrcStorage(), o_.src, {o_.include, o_.exclude},
+                                               on_scan_error, kInlineLimit));
   return Status::Ok();
 }
 

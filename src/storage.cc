@@ -41,6 +41,19 @@ Status RandomAccessFile::ReadAtV(iovec* iov, size_t count, uint64_t offset,
   return Status::Ok();
 }
 
+const char* FileTypeName(FileType t) {
+  switch (t) {
+    case FileType::kFifo:
+      return "a fifo";
+    case FileType::kSocket:
+      return "a socket";
+    case FileType::kDevice:
+      return "a device";
+    default:
+      return "not a regular file";
+  }
+}
+
 void RandomAccessFile::Advise(Advice, uint64_t, uint64_t) const {}
 
 Status RandomWriteFile::Allocate(uint64_t) { return Status::Ok(); }

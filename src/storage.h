@@ -38,12 +38,17 @@
 #include <string_view>
 #include <vector>
 
+#include "src/fd.h"
 #include "src/page_cache.h"
 #include "src/status.h"
 
 namespace ds {
 
 enum class FileType : uint8_t { kRegular, kDirectory, kSymlink, kFifo, kSocket, kDevice, kOther };
+
+// "a fifo", "a socket", "a device"; "not a regular file" for any other type: what an error
+// says about an entry that cannot be read as a file.
+const char* FileTypeName(FileType type);
 
 struct FileInfo {
   FileType type = FileType::kOther;
@@ -219,6 +224,9 @@ Result<StorageRef> OpenStorage(std::string_view uri);
 
 // The process's local backend (POSIX files; safe to share).
 std::shared_ptr<Storage> LocalStorage();
+// A RandomAccessFile of the local backend over an fd its caller opened (an unnamed spool file,
+// O_TMPFILE): `name` names it in errors, `size` is its size.
+std::unique_ptr<RandomAccessFile> LocalFileFromFd(OwnedFd fd, std::string name, uint64_t size);
 
 // Refuses a backend that lacks mmap, with why and the fix, e.g. "s3://b/x: LMDB needs a local
 // file: liblmdb maps it; stage it with dssync or read it through a mount" (kUnsupported).

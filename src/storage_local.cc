@@ -381,6 +381,10 @@ class Local final : public Storage {
 
 }  // namespace
 
+std::unique_ptr<RandomAccessFile> LocalFileFromFd(OwnedFd fd, std::string name, uint64_t size) {
+  return std::make_unique<LocalFile>(std::move(fd), std::move(name), size);
+}
+
 std::shared_ptr<Storage> LocalStorage() {
   static const std::shared_ptr<Storage> local = std::make_shared<Local>();
   return local;

@@ -26,19 +26,6 @@ bool Inside(const std::string& path, const std::string& root) {
                           (root.back() == '/' || path[root.size()] == '/'));
 }
 
-const char* TypeName(FileType t) {
-  switch (t) {
-    case FileType::kFifo:
-      return "a fifo";
-    case FileType::kSocket:
-      return "a socket";
-    case FileType::kDevice:
-      return "a device";
-    default:
-      return "not a regular file";
-  }
-}
-
 struct Walker {
   std::string root;       // SRC as given
   std::string real_root;  // realpath(SRC)
@@ -73,7 +60,7 @@ struct Walker {
       plan->warnings.push_back(rel + ": symlink to a directory, skipped");
     } else if (st->type != FileType::kRegular) {
       plan->errors.push_back(Status(
-          Code::kBadInput, fmt::format("{}: unreadable: symlink to {}", rel, TypeName(st->type))));
+          Code::kBadInput, fmt::format("{}: unreadable: symlink to {}", rel, FileTypeName(st->type))));
     } else if (inside || options.follow_symlinks) {
       Add(rel, ec ? path : target, *st);
     } else {
@@ -125,7 +112,7 @@ struct Walker {
             default:
               plan->errors.push_back(Status(
                   Code::kBadInput,
-                  fmt::format("{}: unreadable: {} (not staged)", rel, TypeName(e.info.type))));
+                  fmt::format("{}: unreadable: {} (not staged)", rel, FileTypeName(e.info.type))));
           }
         }
       }

@@ -378,7 +378,7 @@ Result<InputFile> ArchiveSource::ReadEntry(uint64_t file) {
                                                path_, EscapeBytes(path), got, size));
   }
   if (::lseek(fd, 0, SEEK_SET) != 0) return Status::FromErrno(errno, "spool file: lseek");
-  return InputFile::FromFd(path, std::move(spool), size);
+  return InputFile::FromFile(path, LocalFileFromFd(std::move(spool), "spool file", size), size);
 }
 
 std::unique_ptr<LoadedSample> ArchiveSource::Load(uint64_t i) {

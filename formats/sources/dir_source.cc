@@ -1,13 +1,10 @@
 #include "formats/sources/dir_source.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <fnmatch.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <set>
 #include <tuple>
 
@@ -60,89 +57,61 @@ std::string Join(const std::string& dir, const std::string& name) {
   return dir.empty() ? name : dir + "/" + name;
 }
 
-const char* TypeName(mode_t m) {
-  if (S_ISFIFO(m)) return "a fifo";
-  if (S_ISSOCK(m)) return "a socket";
-  if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
-  return "not a regular file";
-}
-
 struct Walker {
+  Storage& storage;
+  const std::string& root;
   const DirScanOptions& opts;
   const ScanErrorFn& on_error;
   FileTree& tree;
-  std::vector<std::pair<dev_t, ino_t>> ancestors;
+  std::vector<std::pair<uint64_t, uint64_t>> ancestors;  // (device, inode) of the open dirs
 
-  // Walks directory `rel` (opened as dfd). Returns non-OK to stop.
-  Status Walk(int dfd, const std::string& rel) {
-    DIR* d = ::fdopendir(dfd);
-    if (!d) {
-      ::close(dfd);
-      return on_error(rel, Status::FromErrno(errno, rel.empty() ? "." : rel, Code::kBadInput));
+  std::string Abs(const std::string& rel) const { return rel.empty() ? root : root + "/" + rel; }
+
+  struct Entry {
+    std::string name;
+    bool is_dir;
+    std::pair<uint64_t, uint64_t> id;  // a directory's (device, inode)
+  };
+
+  // What a symlink in the walk points to: its target's info, or the error for on_error.
+  Result<FileInfo> Follow(const std::string& child) {
+    auto st = storage.Stat(Abs(child), /*follow=*/true);
+    if (st.ok()) return st;
+    int err = st.status().err();
+    if (err == ELOOP) return Status(Code::kBadInput, child + ": symlink loop", err);
+    if (err == ENOENT) {
+      return Status(Code::kBadInput, child + ": broken symlink (its target does not exist)", err);
     }
-    struct Entry {
-      std::string name;
-      bool is_dir;
-    };
+    return Status::FromErrno(err, child, Code::kBadInput);
+  }
+
+  // Walks directory `rel`. Returns non-OK to stop.
+  Status Walk(const std::string& rel) {
+    auto listed = storage.List(Abs(rel));
+    if (!listed.ok()) {
+      return on_error(
+          rel, Status::FromErrno(listed.status().err(), rel.empty() ? "." : rel, Code::kBadInput));
+    }
     std::vector<Entry> entries;
-    int read_err = 0;
-    for (;;) {
-      errno = 0;  // readdir signals errors only through errno
-      dirent* e = ::readdir(d);
-      if (!e) {
-        read_err = errno;
-        break;
-      }
-      std::string name = e->d_name;
-      if (name == "." || name == "..") continue;
-      std::string child = Join(rel, name);
-      struct stat st;
-      if (e->d_type == DT_REG) {
-        entries.push_back({name, false});
-        continue;
-      }
-      if (e->d_type == DT_DIR) {
-        entries.push_back({name, true});
-        continue;
-      }
-      if (::fstatat(::dirfd(d), name.c_str(), &st, 0) != 0) {
-        int err = errno;
-        struct stat lst;
-        bool is_link = ::fstatat(::dirfd(d), name.c_str(), &lst, AT_SYMLINK_NOFOLLOW) == 0 &&
-                       S_ISLNK(lst.st_mode);
-        Status s = err == ELOOP ? Status(Code::kBadInput, child + ": symlink loop", err)
-                   : is_link && err == ENOENT ? Status(Code::kBadInput,
-                                                       child +
-                                                           ": broken symlink (its target does not "
-                                                           "exist)",
-                                                       err)
-                                              : Status::FromErrno(err, child, Code::kBadInput);
-        if (s.code() == Code::kNotFound) s = Status(Code::kBadInput, s.message(), err);
-        Status r = on_error(child, s);
-        if (!r.ok()) {
-          ::closedir(d);
-          return r;
+    for (DirEntry& e : *listed) {
+      std::string child = Join(rel, e.name);
+      FileInfo info = e.info;
+      if (info.type == FileType::kSymlink) {  // followed: the walk sees what it points to
+        auto target = Follow(child);
+        if (!target.ok()) {
+          DS_RETURN_IF_ERROR(on_error(child, target.status()));
+          continue;
         }
+        info = *target;
+      }
+      if (info.type == FileType::kRegular || info.type == FileType::kDirectory) {
+        entries.push_back(
+            {std::move(e.name), info.type == FileType::kDirectory, {info.device, info.inode}});
         continue;
       }
-      if (S_ISREG(st.st_mode)) {
-        entries.push_back({name, false});
-      } else if (S_ISDIR(st.st_mode)) {
-        entries.push_back({name, true});
-      } else {
-        Status r = on_error(
-            child, Status(Code::kBadInput, child + ": " + TypeName(st.st_mode) +
-                                               ", not a regular file: it cannot be packed"));
-        if (!r.ok()) {
-          ::closedir(d);
-          return r;
-        }
-      }
-    }
-    if (read_err != 0) {
-      ::closedir(d);
-      return on_error(rel, Status::FromErrno(read_err, rel + ": readdir", Code::kBadInput));
+      DS_RETURN_IF_ERROR(on_error(
+          child, Status(Code::kBadInput, child + ": " + FileTypeName(info.type) +
+                                             ", not a regular file: it cannot be packed")));
     }
     auto sort_key = [](const Entry& e) {
       KeyField kf = SplitPath(e.name);
@@ -150,52 +119,37 @@ struct Walker {
     };
     std::sort(entries.begin(), entries.end(),
               [&](const Entry& a, const Entry& b) { return sort_key(a) < sort_key(b); });
-    Status result;
     for (const auto& e : entries) {
       std::string child = Join(rel, e.name);
       if (!e.is_dir) {
         if (PathWanted(opts, child)) tree.Append(child);
         continue;
       }
-      int cfd = ::openat(::dirfd(d), e.name.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-      if (cfd < 0) {
-        result = on_error(child, Status::FromErrno(errno, child, Code::kBadInput));
-        if (!result.ok()) break;
+      if (std::find(ancestors.begin(), ancestors.end(), e.id) != ancestors.end()) {
+        DS_RETURN_IF_ERROR(on_error(child, Status(Code::kBadInput,
+                                                  child + ": symlink loop (points back to "
+                                                          "an enclosing directory)",
+                                                  ELOOP)));
         continue;
       }
-      struct stat st;
-      ::fstat(cfd, &st);
-      auto id = std::make_pair(st.st_dev, st.st_ino);
-      if (std::find(ancestors.begin(), ancestors.end(), id) != ancestors.end()) {
-        ::close(cfd);
-        result = on_error(child, Status(Code::kBadInput,
-                                        child + ": symlink loop (points back to "
-                                                "an enclosing directory)",
-                                        ELOOP));
-        if (!result.ok()) break;
-        continue;
-      }
-      ancestors.push_back(id);
-      result = Walk(cfd, child);
+      ancestors.push_back(e.id);
+      Status result = Walk(child);
       ancestors.pop_back();
-      if (!result.ok()) break;
+      DS_RETURN_IF_ERROR(result);
     }
-    ::closedir(d);
-    return result;
+    return Status::Ok();
   }
 };
 
 }  // namespace
 
-Result<FileTree> FileTree::Scan(const std::string& root, const DirScanOptions& options,
-                                const ScanErrorFn& on_error) {
-  int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, root);
-  struct stat st;
-  ::fstat(fd, &st);
+Result<FileTree> FileTree::Scan(Storage& storage, const std::string& root,
+                                const DirScanOptions& options, const ScanErrorFn& on_error) {
+  DS_ASSIGN_OR_RETURN(FileInfo info, storage.Stat(root, /*follow=*/true));
+  if (info.type != FileType::kDirectory) return Status::FromErrno(ENOTDIR, root);
   FileTree t(root);
-  Walker w{options, on_error, t, {{st.st_dev, st.st_ino}}};
-  DS_RETURN_IF_ERROR(w.Walk(fd, ""));
+  Walker w{storage, root, options, on_error, t, {{info.device, info.inode}}};
+  DS_RETURN_IF_ERROR(w.Walk(""));
   t.ShrinkToFit();
   return t;
 }
@@ -225,24 +179,41 @@ uint64_t FileTree::memory_bytes() const {
   return arena_.capacity() + path_end_.capacity() * 8 + sample_begin_.capacity() * 8;
 }
 
-Result<InputFile> InputFile::Open(int root_fd, const std::string& rel_path, uint64_t inline_limit) {
+namespace {
+
+// A backend's error, which names the file's full path, restated about `rel`: an InputFile's
+// errors name the path inside the source, and the caller prefixes the source (as for an
+// archive's members). Always kBadInput: the input's fault, exit 1.
+Status RelativeError(const Status& s, const std::string& full, std::string_view rel) {
+  std::string m = s.message();
+  if (m.rfind(full, 0) == 0) m = std::string(rel) + m.substr(full.size());
+  return Status(Code::kBadInput, m, s.err());
+}
+
+}  // namespace
+
+Result<InputFile> InputFile::Open(Storage& storage, const std::string& root,
+                                  const std::string& rel_path, uint64_t inline_limit) {
   InputFile f;
   f.path_ = rel_path;
-  DS_ASSIGN_OR_RETURN(f.fd_, OpenFileAt(root_fd, rel_path, O_RDONLY));
-  struct stat st;
-  if (::fstat(f.fd_.get(), &st) != 0) return Status::FromErrno(errno, rel_path, Code::kBadInput);
-  if (!S_ISREG(st.st_mode)) return Status(Code::kBadInput, rel_path + ": not a regular file");
-  f.size_ = static_cast<uint64_t>(st.st_size);
-  if (f.size_ > inline_limit) return f;
-  // Read one byte more than expected to notice a file that grew since fstat.
+  const std::string full = root + "/" + rel_path;
+  auto file = storage.OpenRead(full);
+  if (!file.ok()) return RelativeError(file.status(), full, rel_path);
+  f.size_ = (*file)->size();
+  if (f.size_ > inline_limit) {
+    f.owned_ = std::move(*file);
+    f.file_ = f.owned_.get();
+    return f;
+  }
+  // Read one byte more than expected to notice a file that grew since it was opened.
   f.data_.reset(new char[f.size_ + 1]);
-  DS_ASSIGN_OR_RETURN(size_t n, ReadUpTo(f.fd_.get(), f.data_.get(), f.size_ + 1, rel_path));
-  if (n != f.size_) {
+  auto n = (*file)->ReadSome(0, f.data_.get(), f.size_ + 1);
+  if (!n.ok()) return RelativeError(n.status(), full, rel_path);
+  if (*n != f.size_) {
     return Status(Code::kBadInput, fmt::format("{}: file changed size while being read ({} bytes "
                                                "at open, {} read); re-run once it is stable",
-                                               EscapeBytes(rel_path), f.size_, n));
+                                               EscapeBytes(rel_path), f.size_, *n));
   }
-  f.fd_.reset();
   return f;
 }
 
@@ -254,16 +225,22 @@ InputFile InputFile::FromMemory(std::string path, std::unique_ptr<char[]> data, 
   return f;
 }
 
-InputFile InputFile::FromFd(std::string path, OwnedFd fd, uint64_t size) {
+InputFile InputFile::FromFile(std::string path, std::unique_ptr<RandomAccessFile> file,
+                              uint64_t size) {
   InputFile f;
   f.path_ = std::move(path);
-  f.fd_ = std::move(fd);
+  f.owned_ = std::move(file);
+  f.file_ = f.owned_.get();
   f.size_ = size;
   return f;
 }
 
-InputFile InputFile::FromRange(std::string path, OwnedFd fd, uint64_t offset, uint64_t size) {
-  InputFile f = FromFd(std::move(path), std::move(fd), size);
+InputFile InputFile::FromRange(std::string path, const RandomAccessFile* file, uint64_t offset,
+                               uint64_t size) {
+  InputFile f;
+  f.path_ = std::move(path);
+  f.file_ = file;
+  f.size_ = size;
   f.range_offset_ = offset;
   return f;
 }
@@ -273,21 +250,24 @@ Result<size_t> InputFile::ReadChunk(char* buf, size_t cap) {
   size_t want = static_cast<size_t>(std::min<uint64_t>(cap, left));
   if (range_offset_) {
     if (want == 0) return size_t{0};
-    DS_RETURN_IF_ERROR(ReadFullAt(fd_.get(), buf, want, *range_offset_ + pos_, path_));
+    DS_RETURN_IF_ERROR(file_->ReadAt(*range_offset_ + pos_, buf, want, path_));
     pos_ += want;
     return want;
   }
   if (want == 0) {
     char extra;
-    DS_ASSIGN_OR_RETURN(size_t n, ReadUpTo(fd_.get(), &extra, 1, path_));
-    if (n != 0) {
+    auto n = file_->ReadSome(size_, &extra, 1);
+    if (!n.ok()) return RelativeError(n.status(), file_->name(), path_);
+    if (*n != 0) {
       return Status(Code::kBadInput, fmt::format("{}: file grew while being read (was {} bytes); "
                                                  "re-run once it is stable",
                                                  EscapeBytes(path_), size_));
     }
     return size_t{0};
   }
-  DS_ASSIGN_OR_RETURN(size_t n, ReadUpTo(fd_.get(), buf, want, path_));
+  auto got = file_->ReadSome(pos_, buf, want);
+  if (!got.ok()) return RelativeError(got.status(), file_->name(), path_);
+  size_t n = *got;
   if (n != want) {
     return Status(Code::kBadInput, fmt::format("{}: file shrank while being read (was {} bytes, "
                                                "ended at {}); re-run once it is stable",

@@ -1,17 +1,18 @@
 // A directory tree as a sample source (docs/formats/dir.md).
 //
-// FileTree::Scan walks ROOT once and keeps the list of files compactly (one byte arena of
-// relative paths + 8 bytes per file + 8 bytes per sample), grouped into samples by SplitPath.
-// Order is deterministic: in each directory, files sorted bytewise by (key, field), then
+// FileTree::Scan walks ROOT once, through the storage interface (src/storage.h: one List per
+// directory, a Stat of each symlink's target), and keeps the list of files compactly (one byte
+// arena of relative paths + 8 bytes per file + 8 bytes per sample), grouped into samples by
+// SplitPath. Order is deterministic: in each directory, files sorted bytewise by (key, field), then
 // sub-directories sorted bytewise. Symlinks are followed; a symlink to an ancestor directory
 // is reported as a loop. Walk problems (unreadable directory, broken symlink, symlink loop,
 // special file) go to `on_error`, which returns OK to skip the path or an error to stop.
 // --include/--exclude globs (fnmatch) apply to files: a pattern with a '/' matches the whole
 // relative path ('*' crosses '/'), one without matches the file name.
 //
-// InputFile::Open reads one file of the tree: small files (<= inline_limit) are read whole into
-// memory, bigger ones are left open for streaming with ReadChunk. Either way a size that changes
-// while reading is an error (kBadInput) naming the file.
+// InputFile::Open reads one file of the tree through the storage: small files (<= inline_limit)
+// are read whole into memory, bigger ones are left open for streaming with ReadChunk. Either way
+// a size that changes while reading is an error (kBadInput) naming the file.
 //
 // Thread-safety: a FileTree is immutable after Scan and may be read from many threads.
 #pragma once
@@ -25,8 +26,8 @@
 #include <utility>
 #include <vector>
 
-#include "src/fd.h"
 #include "src/status.h"
+#include "src/storage.h"
 
 namespace ds {
 
@@ -39,8 +40,9 @@ using ScanErrorFn = std::function<Status(std::string_view rel_path, const Status
 
 class FileTree {
  public:
-  static Result<FileTree> Scan(const std::string& root, const DirScanOptions& options,
-                               const ScanErrorFn& on_error);
+  // root is a path inside storage. Errors given to on_error name the path relative to root.
+  static Result<FileTree> Scan(Storage& storage, const std::string& root,
+                               const DirScanOptions& options, const ScanErrorFn& on_error);
 
   FileTree() = default;
   explicit FileTree(std::string root) : root_(std::move(root)) {}
@@ -71,16 +73,20 @@ class FileTree {
 
 class InputFile {
  public:
-  static Result<InputFile> Open(int root_fd, const std::string& rel_path, uint64_t inline_limit);
+  // root/rel_path in storage; errors name rel_path.
+  static Result<InputFile> Open(Storage& storage, const std::string& root,
+                                const std::string& rel_path, uint64_t inline_limit);
   // Content already in memory (e.g. read from an archive).
   static InputFile FromMemory(std::string path, std::unique_ptr<char[]> data, uint64_t size);
-  // Content to stream from fd's current position (e.g. an archive entry spooled to a temp file).
-  static InputFile FromFd(std::string path, OwnedFd fd, uint64_t size);
-  // Bytes [offset, offset+size) of an fd that holds more (a field inside a shard): read with
-  // pread, no check that the file ends there.
-  static InputFile FromRange(std::string path, OwnedFd fd, uint64_t offset, uint64_t size);
+  // A whole file to stream from its start (e.g. an archive entry spooled to a temp file).
+  static InputFile FromFile(std::string path, std::unique_ptr<RandomAccessFile> file,
+                            uint64_t size);
+  // Bytes [offset, offset+size) of a file that holds more (a field inside a shard), owned by the
+  // caller and outliving this: no check that the file ends there.
+  static InputFile FromRange(std::string path, const RandomAccessFile* file, uint64_t offset,
+                             uint64_t size);
   uint64_t size() const { return size_; }
-  bool is_inline() const { return !fd_.valid(); }
+  bool is_inline() const { return file_ == nullptr; }
   std::string_view data() const { return {data_.get(), is_inline() ? size_ : 0}; }  // inline
   // Streams the next chunk of a non-inline file into buf (up to cap); returns bytes read, 0 at
   // the declared end. A file that ends early or grows is kBadInput.
@@ -88,7 +94,8 @@ class InputFile {
 
  private:
   std::string path_;
-  OwnedFd fd_;
+  std::unique_ptr<RandomAccessFile> owned_;
+  const RandomAccessFile* file_ = nullptr;  // owned_, or the caller's (FromRange); null: inline
   uint64_t size_ = 0;
   uint64_t pos_ = 0;
   std::optional<uint64_t> range_offset_;  // set by FromRange

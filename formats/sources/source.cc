@@ -1,8 +1,6 @@
 #include "formats/sources/source.h"
 
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
 
 #include <array>
 #include <cstring>
@@ -15,13 +13,14 @@
 
 namespace ds {
 
-Result<std::unique_ptr<DirSource>> DirSource::Open(const std::string& root,
+Result<std::unique_ptr<DirSource>> DirSource::Open(std::shared_ptr<Storage> storage,
+                                                   const std::string& root,
                                                    const DirScanOptions& options,
                                                    const ScanErrorFn& on_error,
                                                    uint64_t inline_limit) {
   auto src = std::make_unique<DirSource>();
-  DS_ASSIGN_OR_RETURN(src->tree_, FileTree::Scan(root, options, on_error));
-  DS_ASSIGN_OR_RETURN(src->root_, OpenFile(root, O_RDONLY | O_DIRECTORY));
+  src->storage_ = storage ? std::move(storage) : LocalStorage();
+  DS_ASSIGN_OR_RETURN(src->tree_, FileTree::Scan(*src->storage_, root, options, on_error));
   src->inline_limit_ = inline_limit;
   return src;
 }
@@ -33,7 +32,7 @@ std::unique_ptr<LoadedSample> DirSource::Load(uint64_t i) {
   l->files.reserve(end - begin);
   for (uint64_t f = begin; f < end; f++) {
     std::string path(tree_.path(f));
-    auto in = InputFile::Open(root_.get(), path, inline_limit_);
+    auto in = InputFile::Open(*storage_, tree_.root(), path, inline_limit_);
     if (!in.ok()) {
       l->status =
           Status(Code::kBadInput, tree_.root() + "/" + in.status().message(), in.status().err());
@@ -47,15 +46,14 @@ std::unique_ptr<LoadedSample> DirSource::Load(uint64_t i) {
 
 Result<FileVersion> DirSource::StatFile(uint64_t file) const {
   std::string path(tree_.path(file));
-  struct stat st;
-  if (::fstatat(root_.get(), path.c_str(), &st, 0) != 0) {
-    return Status::FromErrno(errno, tree_.root() + "/" + path, Code::kBadInput);
+  auto st = storage_->Stat(tree_.root() + "/" + path, /*follow=*/true);
+  if (!st.ok()) {
+    return Status::FromErrno(st.status().err(), tree_.root() + "/" + path, Code::kBadInput);
   }
-  if (!S_ISREG(st.st_mode)) {
+  if (st->type != FileType::kRegular) {
     return Status(Code::kBadInput, tree_.root() + "/" + path + ": not a regular file");
   }
-  return FileVersion{static_cast<uint64_t>(st.st_size),
-                     static_cast<int64_t>(st.st_mtim.tv_sec) * 1000000000 + st.st_mtim.tv_nsec};
+  return FileVersion{st->size, st->mtime_ns};
 }
 
 static Status BuildTree(const std::string& what, uint64_t samples,
@@ -140,14 +138,14 @@ std::unique_ptr<LoadedSample> NativeSource::Load(uint64_t i) {
   Status crc =
       ds_->StreamPayload(rec, *head, [](size_t, std::string_view) { return Status::Ok(); });
   if (!crc.ok()) return fail(crc);
-  auto where = ds_->Locate(rec);
+  // The shard's file is the dataset's own, open for as long as this source.
+  auto where = ds_->RecordExtent(rec);
   if (!where.ok()) return fail(where.status());
+  const auto& [shard, entry] = *where;
   for (uint64_t f = begin; f < end; f++) {
-    uint64_t off = where->offset + head->payload_offset();
+    uint64_t off = entry.offset + head->payload_offset();
     for (uint16_t k = 0; k < field_of_file_[f]; k++) off += head->fields[k].size;
-    auto fd = OpenFile(ds_->ShardPath(where->shard), O_RDONLY);
-    if (!fd.ok()) return fail(fd.status());
-    l->files.push_back(InputFile::FromRange(std::string(tree_.path(f)), std::move(fd).value(), off,
+    l->files.push_back(InputFile::FromRange(std::string(tree_.path(f)), shard, off,
                                             head->fields[field_of_file_[f]].size));
   }
   return l;

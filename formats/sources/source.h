@@ -57,21 +57,23 @@ class SampleSource {
   }
 };
 
-// A directory tree: FileTree::Scan + InputFile::Open, thread-safe Load.
+// A directory tree: FileTree::Scan + InputFile::Open, thread-safe Load. root is a path inside
+// storage (null: the local backend).
 class DirSource : public SampleSource {
  public:
-  static Result<std::unique_ptr<DirSource>> Open(const std::string& root,
+  static Result<std::unique_ptr<DirSource>> Open(std::shared_ptr<Storage> storage,
+                                                 const std::string& root,
                                                  const DirScanOptions& options,
                                                  const ScanErrorFn& on_error,
                                                  uint64_t inline_limit);
   const FileTree& tree() const override { return tree_; }
   bool random_access() const override { return true; }
   std::unique_ptr<LoadedSample> Load(uint64_t i) override;
-  Result<FileVersion> StatFile(uint64_t file) const override;  // fstatat, as Load opens it
+  Result<FileVersion> StatFile(uint64_t file) const override;  // Stat, following as Load opens
 
  private:
   FileTree tree_;
-  OwnedFd root_;
+  std::shared_ptr<Storage> storage_;
   uint64_t inline_limit_ = 0;
 };
 

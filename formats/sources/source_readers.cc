@@ -25,9 +25,10 @@ class TreeReader final : public LayoutReader {
     auto r = std::unique_ptr<TreeReader>(new TreeReader());
     r->path_ = dir;
     r->storage_ = at.storage;
-    DS_ASSIGN_OR_RETURN(r->tree_, FileTree::Scan(dir, {}, [&](std::string_view, const Status& s) {
-                          return s.Prefixed(dir);
-                        }));
+    DS_ASSIGN_OR_RETURN(
+        r->tree_, FileTree::Scan(*at.storage, dir, {}, [&](std::string_view, const Status& s) {
+          return s.Prefixed(dir);
+        }));
     return std::unique_ptr<LayoutReader>(std::move(r));
   }
 

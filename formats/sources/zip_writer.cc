@@ -297,13 +297,13 @@ std::string DirOf(const std::string& path) {
 
 Status WriteTree(const FileTree& tree, const std::string& tmp, const ZipWriteOptions& options,
                  ZipWriteSummary* summary) {
-  DS_ASSIGN_OR_RETURN(OwnedFd root, OpenFile(tree.root(), O_RDONLY | O_DIRECTORY));
+  Storage& local = *LocalStorage();
   DS_ASSIGN_OR_RETURN(OwnedFd out, OpenFile(tmp, O_WRONLY | O_CREAT | O_TRUNC));
   Writer w(std::move(out), tmp);
   DS_RETURN_IF_ERROR(w.Init(options.level));
   for (uint64_t f = 0; f < tree.file_count(); f++) {
     std::string rel(tree.path(f));
-    auto in = InputFile::Open(root.get(), rel, 0);  // only empty files are read whole
+    auto in = InputFile::Open(local, tree.root(), rel, 0);  // only empty files are read whole
     if (!in.ok()) return in.status().Prefixed(tree.root());
     uint16_t method = options.deflate && in->size() > 0 ? kMethodDeflate : kMethodStore;
     DS_RETURN_IF_ERROR(w.AddMember(rel, &*in, method));
@@ -311,7 +311,7 @@ Status WriteTree(const FileTree& tree, const std::string& tmp, const ZipWriteOpt
     if (method == kMethodDeflate && e.csize >= e.size) {
       // As zip -r: a member deflate does not shrink is stored instead.
       DS_RETURN_IF_ERROR(w.DropLast());
-      in = InputFile::Open(root.get(), rel, 0);
+      in = InputFile::Open(local, tree.root(), rel, 0);
       if (!in.ok()) return in.status().Prefixed(tree.root());
       DS_RETURN_IF_ERROR(w.AddMember(rel, &*in, kMethodStore));
     }
@@ -331,10 +331,10 @@ Status WriteZip(const std::string& src_dir, const std::string& zip_path,
     return Status(Code::kInvalidArgument,
                   fmt::format("zip level {}: want 0 (fastest) to 9 (smallest)", options.level));
   }
-  DS_ASSIGN_OR_RETURN(FileTree tree,
-                      FileTree::Scan(src_dir, {}, [&](std::string_view, const Status& s) {
-                        return s.Prefixed(src_dir);
-                      }));
+  DS_ASSIGN_OR_RETURN(FileTree tree, FileTree::Scan(*LocalStorage(), src_dir, {},
+                                                    [&](std::string_view, const Status& s) {
+                                                      return s.Prefixed(src_dir);
+                                                    }));
   ZipWriteSummary local;
   std::string tmp = zip_path + ".tmp";
   Status s = WriteTree(tree, tmp, options, summary ? summary : &local);

@@ -20,7 +20,7 @@ TEST_CASE("scan groups files by key in a deterministic order", "[formats]") {
        {"b/x.jpg", "b/x.cls", "a/z.JPEG", "a/y.JPEG", "a/y.json", "top", "a-b.c", "a/y-1.JPEG"}) {
     test::WriteFile(dir / f, f);
   }
-  auto t = FileTree::Scan(dir.path(), {}, Stop);
+  auto t = FileTree::Scan(*LocalStorage(), dir.path(), {}, Stop);
   REQUIRE(t.ok());
   std::vector<std::string> keys;
   for (uint64_t s = 0; s < t->sample_count(); s++) keys.emplace_back(t->key(s));
@@ -40,7 +40,7 @@ TEST_CASE("include and exclude globs", "[formats]") {
   DirScanOptions o;
   o.include = {"*.jpg"};
   o.exclude = {"b/sub/*"};
-  auto t = FileTree::Scan(dir.path(), o, Stop);
+  auto t = FileTree::Scan(*LocalStorage(), dir.path(), o, Stop);
   REQUIRE(t.ok());
   REQUIRE(t->file_count() == 2);
   CHECK(t->path(0) == "a/1.jpg");
@@ -51,26 +51,26 @@ TEST_CASE("broken symlinks and symlink loops are reported by path", "[formats]")
   test::TempDir dir;
   test::WriteFile(dir / "ok/a.txt", "a");
   REQUIRE(symlink("missing-target", (dir / "ok/broken.txt").c_str()) == 0);
-  auto t = FileTree::Scan(dir.path(), {}, Stop);
+  auto t = FileTree::Scan(*LocalStorage(), dir.path(), {}, Stop);
   REQUIRE_FALSE(t.ok());
   CHECK(t.status().code() == Code::kBadInput);
   CHECK(t.status().message().find("ok/broken.txt: broken symlink") != std::string::npos);
 
   std::filesystem::remove(dir / "ok/broken.txt");
   REQUIRE(symlink("self", (dir / "ok/self").c_str()) == 0);
-  t = FileTree::Scan(dir.path(), {}, Stop);
+  t = FileTree::Scan(*LocalStorage(), dir.path(), {}, Stop);
   REQUIRE_FALSE(t.ok());
   CHECK(t.status().message().find("ok/self: symlink loop") != std::string::npos);
 
   std::filesystem::remove(dir / "ok/self");
   REQUIRE(symlink("..", (dir / "ok/up").c_str()) == 0);
-  t = FileTree::Scan(dir.path(), {}, Stop);
+  t = FileTree::Scan(*LocalStorage(), dir.path(), {}, Stop);
   REQUIRE_FALSE(t.ok());
   CHECK(t.status().message().find("ok/up: symlink loop") != std::string::npos);
 
   // Skipping instead of stopping: the rest of the tree is still listed.
   std::vector<std::string> skipped;
-  t = FileTree::Scan(dir.path(), {}, [&](std::string_view p, const Status&) {
+  t = FileTree::Scan(*LocalStorage(), dir.path(), {}, [&](std::string_view p, const Status&) {
     skipped.emplace_back(p);
     return Status::Ok();
   });
@@ -82,12 +82,10 @@ TEST_CASE("broken symlinks and symlink loops are reported by path", "[formats]")
 TEST_CASE("a file vanishing after the scan is a bad input naming it", "[formats]") {
   test::TempDir dir;
   test::WriteFile(dir / "d/gone.bin", "data");
-  auto t = FileTree::Scan(dir.path(), {}, Stop);
+  auto t = FileTree::Scan(*LocalStorage(), dir.path(), {}, Stop);
   REQUIRE(t.ok());
   std::filesystem::remove(dir / "d/gone.bin");
-  int root = open(dir.path().c_str(), O_RDONLY | O_DIRECTORY);
-  auto in = InputFile::Open(root, std::string(t->path(0)), 1 << 20);
-  close(root);
+  auto in = InputFile::Open(*LocalStorage(), dir.path(), std::string(t->path(0)), 1 << 20);
   REQUIRE_FALSE(in.ok());
   CHECK(in.status().message().find("d/gone.bin") != std::string::npos);
 }
@@ -96,10 +94,8 @@ TEST_CASE("a file changing size while streamed is reported", "[formats]") {
   test::TempDir dir;
   test::WriteFile(dir / "grow.bin", std::string(1000, 'g'));
   test::WriteFile(dir / "shrink.bin", std::string(1000, 's'));
-  int root = open(dir.path().c_str(), O_RDONLY | O_DIRECTORY);
-  auto grow = InputFile::Open(root, "grow.bin", 10);
-  auto shrink = InputFile::Open(root, "shrink.bin", 10);
-  close(root);
+  auto grow = InputFile::Open(*LocalStorage(), dir.path(), "grow.bin", 10);
+  auto shrink = InputFile::Open(*LocalStorage(), dir.path(), "shrink.bin", 10);
   REQUIRE(grow.ok());
   REQUIRE(shrink.ok());
   test::WriteFile(dir / "grow.bin", std::string(2000, 'g'));  // same inode, truncated + rewritten

@@ -69,7 +69,8 @@ std::map<std::string, std::string> MakeTree(const std::string& root) {
 
 // The grouping must be the tree's: same samples, keys and member names in the same order.
 void CheckSameAsTree(const ZipArchive& z, const std::string& root) {
-  auto tree = FileTree::Scan(root, {}, [](std::string_view, const Status& s) { return s; });
+  auto tree = FileTree::Scan(*LocalStorage(), root, {},
+                             [](std::string_view, const Status& s) { return s; });
   REQUIRE(tree.ok());
   REQUIRE(z.sample_count() == tree->sample_count());
   REQUIRE(z.member_count() == tree->file_count());

@@ -34,15 +34,11 @@ ALLOWED = {
     "formats/interop/lmdb_common.cc": "hashes data.mdb, a local file (LMDB is local only)",
     "formats/registry.cc": "flock-based shared lock and verify's local checks: " + NOT_YET,
     "formats/subset.cc": "a subset view is dssync's local staging: " + NOT_YET,
-    # Sources the packer reads: the tree walker and archives (libarchive reads an fd).
-    "formats/sources/dir_source.cc": "the packer's tree walker (openat per file): " + NOT_YET,
-    "formats/sources/source.cc": "the packer's sources (tree, native) hand it fds: " + NOT_YET,
+    # Sources the packer reads: archives (libarchive reads an fd).
     "formats/sources/archive_source.cc": "libarchive reads a local fd: " + NOT_YET,
     "formats/sources/zip_writer.cc": "dspack's zip writer (tests and compare): " + NOT_YET,
     "formats/sources/zip_read.cc": "LooksLikeZip peeks at a local path: " + NOT_YET,
     "pack/inspect.cc": "`dspack extract` writes local files: " + NOT_YET,
-    "pack/packer.cc": "the packer's source checks: " + NOT_YET,
-    "pack/packer_part.cc": "the partitioned packer's source checks: " + NOT_YET,
     "sync/syncer.cc": LOCAL_DST,
     "sync/staged.cc": LOCAL_DST,
     "bench/io/io_files.cc": "dsbench io lays out and opens fio's job files for its engines (fd hooks)",

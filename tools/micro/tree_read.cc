@@ -4,7 +4,8 @@
 // mode, files, bytes, seconds, cpu_seconds (the process's user+sys, io_uring's io-wq workers
 // included: they are threads of this process), inflight, peak_inflight.
 //
-//   threads  K threads, each: InputFile::Open (openat, fstat, read whole, close), the call the
+//   threads  K threads, each: InputFile::Open (open, fstat, read whole, close: the local
+//            storage backend), the call the
 //            packer's reader threads make (formats/sources/dir_source.h), with kInlineLimit.
 //   uring    one thread and one io_uring with K files in flight, each a linked chain
 //            openat (into a registered file slot) -> read (up to kInlineLimit + 1 bytes from the
@@ -50,7 +51,7 @@ void NotePeak(Totals& t, unsigned now) {
   }
 }
 
-ds::Status ReadThreads(const ds::FileTree& tree, int root_fd, unsigned k, Totals& t) {
+ds::Status ReadThreads(const ds::FileTree& tree, unsigned k, Totals& t) {
   std::atomic<uint64_t> next{0};
   std::vector<ds::Status> errors(k);
   std::vector<std::thread> pool;
@@ -58,7 +59,8 @@ ds::Status ReadThreads(const ds::FileTree& tree, int root_fd, unsigned k, Totals
     pool.emplace_back([&, w] {
       for (uint64_t f; (f = next.fetch_add(1)) < tree.file_count();) {
         NotePeak(t, t.inflight.fetch_add(1) + 1);
-        auto in = ds::InputFile::Open(root_fd, std::string(tree.path(f)), kInlineLimit);
+        auto in = ds::InputFile::Open(*ds::LocalStorage(), tree.root(), std::string(tree.path(f)),
+                                      kInlineLimit);
         t.inflight.fetch_sub(1);
         if (!in.ok()) {
           errors[w] = in.status();
@@ -183,7 +185,8 @@ int main(int argc, char** argv) try {
       ->capture_default_str();
   if (int rc = ds::ParseArgs("dspack_tree_read", app, argc, argv); rc >= 0) return rc;
 
-  auto tree = ds::FileTree::Scan(root, {}, [](std::string_view, const ds::Status& e) { return e; });
+  auto tree = ds::FileTree::Scan(*ds::LocalStorage(), root, {},
+                                 [](std::string_view, const ds::Status& e) { return e; });
   if (!tree.ok()) return ds::Fail("dspack_tree_read", tree.status());
   auto dir = ds::OpenFileAt(AT_FDCWD, root, O_RDONLY | O_DIRECTORY);
   if (!dir.ok()) return ds::Fail("dspack_tree_read", dir.status());
@@ -191,8 +194,7 @@ int main(int argc, char** argv) try {
   Totals t;
   double cpu0 = CpuSeconds();
   auto t0 = std::chrono::steady_clock::now();
-  ds::Status s =
-      mode == "threads" ? ReadThreads(*tree, dir->get(), k, t) : ReadUring(*tree, dir->get(), k, t);
+  ds::Status s = mode == "threads" ? ReadThreads(*tree, k, t) : ReadUring(*tree, dir->get(), k, t);
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   double cpu = CpuSeconds() - cpu0;
   if (!s.ok()) return ds::Fail("dspack_tree_read", s);
