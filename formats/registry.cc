@@ -241,10 +241,9 @@ Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const StorageRef& at) {
   if (DetectAt(*at.storage, path)) return OpenLayout(at);
   auto st = at.storage->Stat(path, true);
   if (!st.ok()) return Status::FromErrno(st.status().err(), path, Code::kBadInput);
-  // The zip's magic (LooksLikeZip) and the damaged-dataset check are read locally; the tree
-  // reader walks and reads through the backend.
+  // The damaged-dataset check is local; the zip and tree readers read through the backend.
   const bool local = at.storage->scheme() == "file";
-  if (st->type == FileType::kRegular && local && LooksLikeZip(path)) return OpenZipReader(at);
+  if (st->type == FileType::kRegular && LooksLikeZip(*at.storage, path)) return OpenZipReader(at);
   if (st->type == FileType::kDirectory && local) {
     DS_RETURN_IF_ERROR(CheckNotDamagedDataset(path));  // never read as a plain tree
     return OpenTreeReader(at);

@@ -160,8 +160,9 @@ struct ZipWriteSummary {
 Status WriteZip(const std::string& src_dir, const std::string& zip_path,
                 const ZipWriteOptions& options = {}, ZipWriteSummary* summary = nullptr);
 
-// True when the file at path is a zip by name (".zip", any case) or by its first four bytes
-// (a local header, or the end record of an empty zip).
-bool LooksLikeZip(const std::string& path);
+// True when the file at path in storage is a zip by name (".zip", any case) or by its first four
+// bytes (a local header, or the end record of an empty zip). The one-argument form is local.
+bool LooksLikeZip(Storage& storage, const std::string& path);
+inline bool LooksLikeZip(const std::string& path) { return LooksLikeZip(*LocalStorage(), path); }
 
 }  // namespace ds

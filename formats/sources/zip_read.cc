@@ -1,6 +1,5 @@
 // The zip reader, reading: members inflated (raw deflate) or stored, checked against their CRC-32
 // (docs/formats/zip.md). Opening an archive is in zip.cc.
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <zlib.h>
 
@@ -162,15 +161,15 @@ Result<uint64_t> ZipArchive::ReadSample(uint64_t s) const {
   return bytes;
 }
 
-bool LooksLikeZip(const std::string& path) {
+bool LooksLikeZip(Storage& storage, const std::string& path) {
   std::string base = path.substr(path.rfind('/') + 1);  // npos + 1 == 0
   if (base.size() > 4) {
     if (AsciiLower(base.substr(base.size() - 4)) == ".zip") return true;
   }
-  auto fd = OpenFile(path, O_RDONLY);
-  if (!fd.ok()) return false;
+  auto file = storage.OpenRead(path);
+  if (!file.ok()) return false;
   char magic[4];
-  auto n = ReadUpTo(fd->get(), magic, sizeof magic, path);
+  auto n = (*file)->ReadSome(0, magic, sizeof magic);
   if (!n.ok() || *n != sizeof magic) return false;
   uint32_t sig = LoadLE32(magic);
   return sig == kLocalSig || sig == kEocdSig;
