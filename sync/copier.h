@@ -25,7 +25,7 @@
 //     DST's storage lacks caps().sync_all) and is handed to the committer, which makes batches
 //     durable (one SyncAll: syncfs(2) locally), renames them to their final names and records
 //     them in the journal.
-// Files of more than one chunk record each chunk in the journal (fdatasync'd); a later run
+// Files of more than one chunk record each chunk in the journal (synced); a later run
 // reuses a chunk of the tmp file when its journal entry matches the source's size, mtime and
 // range and the tmp bytes still hash to the recorded value.
 // A kNoSpace or kIOError on DST stops the whole run (remaining files report "not copied"). A

@@ -1,6 +1,7 @@
 // The resume journal DST/.dssync-journal (docs/dssync.md, "Journal and resume").
 //
-// A text file of one entry per line, appended with one write(2) and an fdatasync per batch:
+// A text file of one entry per line, appended with one WriteAt and a Sync per batch (through the
+// storage interface):
 //
 //   C <src_size> <src_mtime_ns> <offset> <length> <xxh3> <path> <crc>   a chunk of a large file
 //                                                                        landed in its tmp file
@@ -64,7 +65,7 @@ class Journal {
         path_(std::move(o.path_)),
         end_(o.end_) {}
 
-  // Appends the entries in one write and fdatasyncs when `sync`.
+  // Appends the entries in one write and syncs when `sync`.
   Status Append(const std::vector<JournalEntry>& entries, bool sync);
   // Closes and deletes the journal (the run completed).
   Status Remove();
