@@ -59,8 +59,8 @@ struct Walker {
     if (st->type == FileType::kDirectory) {
       plan->warnings.push_back(rel + ": symlink to a directory, skipped");
     } else if (st->type != FileType::kRegular) {
-      plan->errors.push_back(Status(
-          Code::kBadInput, fmt::format("{}: unreadable: symlink to {}", rel, FileTypeName(st->type))));
+      plan->errors.push_back(Status(Code::kBadInput, fmt::format("{}: unreadable: symlink to {}",
+                                                                 rel, FileTypeName(st->type))));
     } else if (inside || options.follow_symlinks) {
       Add(rel, ec ? path : target, *st);
     } else {
