@@ -12,6 +12,7 @@
 #include "src/checksum.h"
 #include "src/fd.h"
 #include "src/human.h"
+#include "src/storage.h"
 
 namespace ds {
 
@@ -162,7 +163,7 @@ class SubsetReader : public LayoutReader {
       return;
     }
     if (!f.xxh3) return;
-    auto h = HashFile(path);
+    auto h = HashFile(*LocalStorage(), path);
     if (!h.ok()) {
       r->problems.push_back(h.status().message());
     } else if (*h != *f.xxh3) {

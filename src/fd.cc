@@ -13,8 +13,6 @@
 #include <random>
 #include <string>
 
-#include "src/checksum.h"
-
 namespace ds {
 
 void OwnedFd::reset(int fd) {
@@ -126,20 +124,6 @@ Status FsyncDir(const std::string& dir) {
   DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(dir, O_RDONLY | O_DIRECTORY));
   if (::fsync(fd.get()) != 0) return Status::FromErrno(errno, dir + ": fsync");
   return Status::Ok();
-}
-
-Result<uint64_t> HashFile(const std::string& path) {
-  DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenFile(path, O_RDONLY));
-  ::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_SEQUENTIAL);
-  constexpr size_t kPiece = 4 << 20;
-  std::unique_ptr<char[]> buf(new char[kPiece]);
-  Xxh3Hasher h;
-  for (;;) {
-    DS_ASSIGN_OR_RETURN(size_t n, ReadUpTo(fd.get(), buf.get(), kPiece, path));
-    if (n == 0) break;
-    h.Update(buf.get(), n);
-  }
-  return h.Digest();
 }
 
 Result<std::string> ReadWholeFile(const std::string& path) {

@@ -62,8 +62,6 @@ Status WriteFullAt(int fd, const void* buf, size_t n, uint64_t offset, std::stri
 Result<uint64_t> FileSize(int fd, std::string_view what);
 // fsync of a directory, so that renames and creations in it are durable.
 Status FsyncDir(const std::string& dir);
-// XXH3-64 (src/checksum.h) of a whole file, read in 4 MiB pieces with sequential readahead.
-Result<uint64_t> HashFile(const std::string& path);
 // Reads a whole (small) file into a string.
 Result<std::string> ReadWholeFile(const std::string& path);
 // Writes `data` to path, the way fio writes its --output:

@@ -14,6 +14,7 @@
 #include "src/checksum.h"
 #include "src/fd.h"
 #include "src/json_number.h"
+#include "src/storage.h"
 #include "sync/journal.h"
 
 namespace ds::sync {
@@ -97,7 +98,7 @@ Result<VerifyReport> VerifyStaged(const std::string& dir, int threads) {
                                                           rel, fst.st_size, f.size));
       return;
     }
-    auto h = HashFile(path);
+    auto h = HashFile(*LocalStorage(), path);
     if (!h.ok()) {
       problems[i] = Status(Code::kCorruption, rel + ": " + h.status().message());
     } else if (*h != f.xxh3) {

@@ -110,7 +110,7 @@ std::vector<PlanFile> SkipUnchanged(const SyncOptions& o, const std::string& tar
       if (MtimeNs(st) != f.mtime_ns) return;
       auto h = f.expected_xxh3 ? f.expected_xxh3 : known.Find(f);
       if (!h) {
-        auto d = HashFile(path);
+        auto d = HashFile(*o.dst_storage, path);
         if (!d.ok()) return;
         h = *d;
       }
@@ -118,7 +118,7 @@ std::vector<PlanFile> SkipUnchanged(const SyncOptions& o, const std::string& tar
       state[i] = 1;
       return;
     }
-    auto d = HashFile(path);
+    auto d = HashFile(*o.dst_storage, path);
     if (!d.ok()) return;
     std::optional<uint64_t> want = f.expected_xxh3;
     if (!want) {
