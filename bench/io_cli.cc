@@ -59,10 +59,9 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
     mpi_io.json = json;
     (*world)->set_json_errors(json);
     if (jobs.size() != 1 || !spec.out.file.empty()) {
-      return (*world)->Fail(kDsbench,
-                            "under mpirun, dsbench io runs one job (no job file with several "
-                            "sections, no --output); each rank is one client",
-                            ExitCode(Status(Code::kInvalidArgument, "")));
+      return FailRank(**world, Status(Code::kInvalidArgument,
+                                      "under mpirun, dsbench io runs one job (no job file with "
+                                      "several sections, no --output); each rank is one client"));
     }
     IoJobOptions& o = jobs[0];
     SystemProbe probe = ProbeSystem(WithRank(o.path, (*world)->rank()));

@@ -4,7 +4,6 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -23,23 +22,12 @@ namespace ds::bench {
 
 namespace {
 
-int64_t SteadyNs() {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(
-             std::chrono::steady_clock::now().time_since_epoch())
-      .count();
-}
-
-// The hooks that make RunIoJobs one rank's part: `ready` agrees on every rank's test file (the
-// start barrier) and appends the time this rank left it to *t0; `poll` lets rank 0 take other
-// ranks' failures and, with stonewall, stops this rank when another has finished.
-IoHooks RankHooks(mpi::World& world, bool stonewall, std::vector<int64_t>* t0, int* agreed) {
+// The hooks that make RunIoJobs one rank's part: the job agrees on every rank's test file (the
+// start barrier); `poll` lets rank 0 take other ranks' failures and, with stonewall, stops this
+// rank when another has finished.
+IoHooks RankHooks(mpi::World& world, bool stonewall) {
   IoHooks hooks;
-  hooks.ready = [&world, t0, agreed](const Status& prepared) {
-    *agreed = world.Agree(prepared.ok() ? "" : EscapeBytes(prepared.message()), ExitCode(prepared),
-                          "every rank's test file");
-    t0->push_back(SteadyNs());
-    return *agreed == 0 ? Status::Ok() : Status(Code::kBadInput, "another rank failed");
-  };
+  hooks.job = &world;
   hooks.poll = [&world, stonewall](bool finished) {
     if (finished) {
       if (stonewall) world.AnnounceDone();
@@ -123,16 +111,14 @@ int RunIoRanks(mpi::World& world, IoJobOptions o, const MpiIoFlags& flags,
   if (!own_file.empty() && ::access(own_file.c_str(), F_OK) == 0) own_file.clear();
   for (unsigned i = 0; i < flags.repetitions; i++) {
     o.keep = keep || i + 1 < flags.repetitions;
-    std::vector<int64_t> t0;
-    int agreed = 0;  // non-zero: a rank failed to lay out its file; rank 0 has said which
-    run = RunIoJobs(o, RankHooks(world, flags.stonewall, &t0, &agreed));
-    if (agreed != 0) {  // reported by rank 0; RunIoJobs removed what it made this time
+    run = RunIoJobs(o, RankHooks(world, flags.stonewall));
+    if (int code = ReportAgreed(world); code != 0) {  // RunIoJobs removed what it made this time
       if (!own_file.empty() && !keep) ::unlink(own_file.c_str());
       if (!shared_created.empty() && !keep) ::unlink(shared_created.c_str());
-      return agreed;
+      return code;
     }
     if (!run.ok()) return FailRank(world, run.status());
-    auto cluster = GatherRanks(world, o.name, run->jobs, t0.at(0), flags.stonewall);
+    auto cluster = GatherRanks(world, o.name, run->jobs, run->start_barrier_ns, flags.stonewall);
     if (!cluster.ok()) return FailRank(world, cluster.status());
     reps.push_back(std::move(*cluster));
     if (flags.stonewall) {
@@ -180,17 +166,15 @@ int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate
     }
     so.ioengine = "psync";
   }
-  std::vector<int64_t> t0;
-  int agreed = 0;
-  so.hooks = RankHooks(world, false, &t0, &agreed);
+  so.hooks = RankHooks(world, false);
   auto r = RunStorage(
       so, [](const std::string& w) { std::fprintf(stderr, "dsbench: warning: %s\n", w.c_str()); });
-  if (agreed != 0) return agreed;
+  if (int code = ReportAgreed(world); code != 0) return code;
   if (!r.ok()) return FailRank(world, r.status());
-  // One barrier per job (RunStorage does not fall back to psync under hooks): t0[0], t0[1].
-  auto seq = GatherRanks(world, r->seq_job.name, r->seq.jobs, t0.at(0), false);
+  // One start barrier per job (RunStorage does not fall back to psync in a job).
+  auto seq = GatherRanks(world, r->seq_job.name, r->seq.jobs, r->seq.start_barrier_ns, false);
   if (!seq.ok()) return FailRank(world, seq.status());
-  auto rnd = GatherRanks(world, r->rnd_job.name, r->rnd.jobs, t0.at(1), false);
+  auto rnd = GatherRanks(world, r->rnd_job.name, r->rnd.jobs, r->rnd.start_barrier_ns, false);
   if (!rnd.ok()) return FailRank(world, rnd.status());
   int verdict = 0;
   if (rank == 0) {
@@ -214,7 +198,16 @@ int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate
 }
 
 int FailRank(mpi::World& world, const Status& s) {
-  return world.Fail(kDsbench, EscapeBytes(RenderDsbenchFlags(s.message())), ExitCode(s));
+  world.Fail(kDsbench, EscapeBytes(RenderDsbenchFlags(s.message())), ExitCode(s));
+  return ExitCode(s);
+}
+
+int ReportAgreed(mpi::World& world) {
+  const auto& f = world.agreed_failure();
+  if (!f) return 0;
+  const int code = ExitCode(f->status);
+  world.ReportAgreed(*f, EscapeBytes(RenderDsbenchFlags(f->status.message())), code);
+  return code;
 }
 
 CompareRanks CompareRanksOf(mpi::World& world) { return CompareRanks{&world, world.host()}; }
@@ -321,18 +314,17 @@ int RunMetaRanks(mpi::World& world, MetaOptions mo, bool shared_dir, bool json,
   if (!pid.ok()) return FailRank(world, pid.status());
   mo.root_name = "dsbench-meta." + *pid;
   // Every rank's plan (PATH, free space and inodes) is agreed on before anything is made.
-  Status plan = CheckMetaPlan(mo);
-  int code = world.Agree(plan.ok() ? "" : EscapeBytes(plan.message()), ExitCode(plan),
-                         "every rank's plan");
-  if (code != 0) return code;
+  (void)world.Agree(CheckMetaPlan(mo), "every rank's plan");
+  if (int code = ReportAgreed(world); code != 0) return code;
   if (shared_dir) {
     mo.root_exists = true;
     mo.thread_base = static_cast<unsigned>(rank) * mo.threads;
-    std::string made;  // rank 0 makes the shared directory; its failure is everyone's
+    Status made;  // rank 0 makes the shared directory; its failure is everyone's
     if (rank == 0 && ::mkdir(MetaRoot(mo).c_str(), 0755) != 0) {
-      made = EscapeBytes(Status::FromErrno(errno, MetaRoot(mo) + ": mkdir").message());
+      made = Status::FromErrno(errno, MetaRoot(mo) + ": mkdir");
     }
-    if (int c = world.Agree(made, 2, "the shared directory"); c != 0) return c;
+    (void)world.Agree(made, "the shared directory");
+    if (int code = ReportAgreed(world); code != 0) return code;
   } else {
     mo.root_name += ".r" + std::to_string(rank);
   }
@@ -344,15 +336,10 @@ int RunMetaRanks(mpi::World& world, MetaOptions mo, bool shared_dir, bool json,
           RemoveDetached(paths, shared ? root : std::string());
         });
   }
-  int agreed = 0;
-  mo.before_phase = [&world, &agreed](MetaPhase p, const Status& so_far) {
-    agreed = world.Agree(so_far.ok() ? "" : EscapeBytes(so_far.message()), ExitCode(so_far),
-                         std::string("the start of the ") + MetaPhaseName(p) + " phase");
-    return agreed == 0 ? Status::Ok() : Status(Code::kBadInput, "another rank failed");
-  };
+  mo.job = &world;
   auto r = RunMeta(mo);
-  world.set_abort_cleanup(nullptr);  // RunMeta removed what it made
-  if (agreed != 0) {                 // reported by rank 0; this rank's files are removed
+  world.set_abort_cleanup(nullptr);                     // RunMeta removed what it made
+  if (int agreed = ReportAgreed(world); agreed != 0) {  // this rank's files are removed
     if (shared_dir && rank == 0 && !mo.keep) {
       // The others may still be removing theirs: wait for them, then the directory.
       (void)world.Barrier("every rank's cleanup");

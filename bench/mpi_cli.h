@@ -6,8 +6,8 @@
 
 #include "bench/compare/compare.h"
 #include "bench/io/io_job.h"
-#include "bench/meta/meta.h"
 #include "bench/io/ranks.h"
+#include "bench/meta/meta.h"
 #include "bench/replay/replay.h"
 #include "bench/storage/storage.h"
 #include "mpi/world.h"
@@ -23,7 +23,8 @@ struct MpiIoFlags {
 };
 
 // `dsbench io` on every rank: one start barrier, results gathered and printed by rank 0.
-// Returns main's exit code (a failure on any rank ends the whole job through World::Fail).
+// Returns main's exit code: a test file that fails on a rank ends every rank at the start barrier
+// (Job::Agree, reported by rank 0); a failure later ends the whole job through World::Fail.
 int RunIoRanks(mpi::World& world, IoJobOptions o, const MpiIoFlags& flags,
                const SystemProbe& probe);
 
@@ -40,13 +41,18 @@ int RunStorageRanks(mpi::World& world, StorageOptions so, uint64_t min_aggregate
 // code (1: the job starves or samples failed their checks).
 int RunReplayRanks(mpi::World& world, ReplayOptions o, bool json, const SystemProbe& probe);
 
-// `dsbench compare` as one rank of an MPI job: the hooks (bench/compare/compare.h, CompareRanks) over
-// `world`, which must outlive them. A failure in a hook ends the job (World::Fail).
+// `dsbench compare` as one rank of an MPI job: the hooks (bench/compare/compare.h, CompareRanks)
+// over `world`, which must outlive them. A failure in a hook ends the job (World::Fail).
 CompareRanks CompareRanksOf(mpi::World& world);
 
 // Ends this rank's part of the job with `s` (World::Fail: rank 0 prints it, mpirun exits with
 // its code).
 int FailRank(mpi::World& world, const Status& s);
+
+// After a step that agreed across ranks (Job::Agree): 0 when it agreed; else rank 0 prints the
+// failed rank's message (World::ReportAgreed) and every rank gets its exit code, to clean up
+// and return from main.
+int ReportAgreed(mpi::World& world);
 
 // `dsbench meta` on every rank (mdtest's model): a directory per rank (mdtest -u) or, with
 // shared_dir, one directory for all (mdtest's default, made and removed by rank 0); each phase

@@ -65,7 +65,7 @@ class World final : public Job {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   bool mpi() const { return mpi_; }  // false: a plain process, a world of one
-  const std::string& host() const { return host_; }
+  std::string host() const override { return host_; }
   void set_tool(std::string tool) { tool_ = std::move(tool); }  // the prefix of its messages
   void set_timeout(double seconds) { timeout_ = seconds; }
   double timeout() const { return timeout_; }
@@ -87,12 +87,16 @@ class World final : public Job {
   Result<std::string> Broadcast(const std::string& data, int root, std::string_view what);
   // The same in place, without a copy: root's *data is sent, every other rank's is replaced.
   Status BroadcastInPlace(std::string* data, int root, std::string_view what);
-  // Every rank gives its outcome of a step (`message` empty: it succeeded) and all learn whether
-  // every rank did: 0 if so, else the exit code of the lowest failed rank, whose message rank 0
-  // has printed as Fail does. Then each rank cleans up and returns that code from main, so
-  // nothing a rank made is left behind (an abort would kill it mid-wait). Use it where a step
-  // can fail on some ranks only (a path missing on one node).
-  int Agree(const std::string& message, int code, std::string_view what);
+  // Job::Agree (src/job.h) is the agreement: every rank learns the lowest failed rank's status
+  // with its rank and host (agreed_failure()). The tool then prints it once, from rank 0, with
+  // ReportAgreed, cleans up on every rank and returns its exit code from main: nothing a rank
+  // made is left behind (an abort would kill it mid-wait).
+  //
+  // Rank 0 prints the failure of rank f.rank on f.host as Fail does ("<tool>: rank R of N
+  // (host): <message>", and the JSON error document with `exit_code` when set_json_errors), with
+  // `message` the tool's rendering of f.status; the other ranks print nothing. A plain process
+  // prints "<tool>: <message>".
+  void ReportAgreed(const JobFailure& f, const std::string& message, int exit_code);
   // Sum of a value over all ranks, on every rank.
   Result<uint64_t> SumAll(uint64_t mine, std::string_view what);
 
@@ -106,10 +110,11 @@ class World final : public Job {
   // then during long work outside collectives, so a failed rank does not wait on rank 0.
   void Poll();
 
-  // Ends this process's part in the job with `message` (already rendered, one line) and exit
-  // code `code`. A plain process prints "<tool>: <message>" and returns `code` for main to
-  // return. Under MPI it does not return (see the file comment).
-  int Fail(std::string_view tool, const std::string& message, int code);
+  // Ends this process's part in the job with `message` (already rendered, one line) and the
+  // tool's exit code `exit_code`. A plain process prints "<tool>: <message>" and returns, and
+  // main returns the code itself. Under MPI it does not return (see the file comment): mpirun
+  // exits with `exit_code`.
+  void Fail(std::string_view tool, const std::string& message, int exit_code);
 
  private:
   World() = default;

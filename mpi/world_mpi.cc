@@ -207,35 +207,8 @@ Status World::BroadcastInPlace(std::string* data, int root, std::string_view wha
   return Status::Ok();
 }
 
-int World::Agree(const std::string& message, int code, std::string_view what) {
-  if (!mpi_) {
-    if (message.empty()) return 0;
-    Report(tool_, rank_, host_, message, code);
-    return code;
-  }
-  std::string mine(4, '\0');
-  auto c = static_cast<uint32_t>(message.empty() ? 0 : code);
-  std::memcpy(mine.data(), &c, 4);
-  mine += host_ + "\n" + message;
-  auto all = Gather(mine, what);
-  std::string verdict(4, '\0');
-  if (rank_ == 0 && all.ok()) {
-    for (size_t r = 0; r < all->size(); r++) {
-      const std::string& m = (*all)[r];
-      uint32_t rc = 0;
-      if (m.size() >= 4) std::memcpy(&rc, m.data(), 4);
-      if (rc == 0) continue;
-      size_t nl = m.find('\n', 4);
-      Report(tool_, static_cast<int>(r), m.substr(4, nl - 4), m.substr(nl + 1),
-             static_cast<int>(rc));
-      verdict.assign(m.data(), 4);
-      break;
-    }
-  }
-  auto v = Broadcast(verdict, 0, what);
-  uint32_t rc = 2;
-  if (v.ok() && v->size() == 4) std::memcpy(&rc, v->data(), 4);
-  return static_cast<int>(rc);
+void World::ReportAgreed(const JobFailure& f, const std::string& message, int exit_code) {
+  if (rank_ == 0) Report(tool_, f.rank, f.host, message, exit_code);
 }
 
 Result<uint64_t> World::SumAll(uint64_t mine, std::string_view what) {
@@ -293,10 +266,10 @@ Status World::EndRound() {
   return Status::Ok();
 }
 
-int World::Fail(std::string_view tool, const std::string& message, int code) {
+void World::Fail(std::string_view tool, const std::string& message, int code) {
   if (!mpi_) {
     std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(tool.size()), tool.data(), message.c_str());
-    return code;
+    return;
   }
   tool_ = std::string(tool);
   if (rank_ == 0) Abort(tool, 0, host_, message, code);

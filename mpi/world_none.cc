@@ -34,10 +34,8 @@ Result<std::vector<std::string>> World::Gather(const std::string& mine, std::str
 Result<std::string> World::Broadcast(const std::string& data, int, std::string_view) {
   return data;
 }
-int World::Agree(const std::string& message, int code, std::string_view) {
-  if (message.empty()) return 0;
-  Report(tool_, rank_, host_, message, code);
-  return code;
+void World::ReportAgreed(const JobFailure& f, const std::string& message, int exit_code) {
+  Report(tool_, f.rank, f.host, message, exit_code);
 }
 void World::Report(std::string_view tool, int, const std::string&, const std::string& message,
                    int) {
@@ -52,9 +50,8 @@ Status World::EndRound() {
   received_ = 0;
   return Status::Ok();
 }
-int World::Fail(std::string_view tool, const std::string& message, int code) {
+void World::Fail(std::string_view tool, const std::string& message, int) {
   std::fprintf(stderr, "%.*s: %s\n", static_cast<int>(tool.size()), tool.data(), message.c_str());
-  return code;
 }
 void World::Poll() {}
 void World::Abort(std::string_view, int, const std::string&, const std::string&, int code) {

@@ -1,6 +1,9 @@
 #include "src/job.h"
 
 #include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
 
 #include "src/endian.h"
 
@@ -33,20 +36,38 @@ Result<uint64_t> Job::Sum(uint64_t mine, std::string_view what) {
   return sum;
 }
 
+std::string Job::host() const {
+  char buf[256] = {};
+  if (::gethostname(buf, sizeof buf - 1) != 0) return "?";
+  return buf;
+}
+
+// A failed rank's word: code (LE32), errno (LE32), host, '\n', message. A rank that succeeded
+// sends nothing.
 Status Job::Agree(const Status& mine, std::string_view what) {
+  agreed_failure_.reset();
   std::string word;
   if (!mine.ok()) {
     PutLE32(&word, static_cast<uint32_t>(mine.code()));
     PutLE32(&word, static_cast<uint32_t>(mine.err()));
-    word += mine.message();
+    word += host() + "\n" + mine.message();
   }
   DS_ASSIGN_OR_RETURN(auto all, AllGather(word, what));
   for (size_t r = 0; r < all.size(); r++) {
     const std::string& w = all[r];
     if (w.size() < 8) continue;
-    return Status(static_cast<Code>(LoadLE32(w.data())),
-                  fmt::format("rank {} of {}: {}", r, all.size(), w.substr(8)),
-                  static_cast<int>(LoadLE32(w.data() + 4)));
+    size_t nl = w.find('\n', 8);
+    if (nl == std::string::npos) nl = 8;
+    JobFailure f;
+    f.rank = static_cast<int>(r);
+    f.size = static_cast<int>(all.size());
+    f.host = w.substr(8, nl - 8);
+    f.status = Status(static_cast<Code>(LoadLE32(w.data())), w.substr(std::min(nl + 1, w.size())),
+                      static_cast<int>(LoadLE32(w.data() + 4)));
+    Status out(f.status.code(), fmt::format("rank {} of {}: {}", r, all.size(), f.status.message()),
+               f.status.err());
+    agreed_failure_ = std::move(f);
+    return out;
   }
   return Status::Ok();
 }

@@ -8,11 +8,12 @@
 // give; the others default to it, and a transport overrides them where it has better (MPI's
 // gather, broadcast, barrier and reduction).
 //
-// Failures are statuses, not exit codes: Agree returns the lowest failed rank's status, and the
-// tool decides what to print and how to exit.
+// Failures are statuses, not exit codes: Agree returns the lowest failed rank's status, keeps it
+// with its rank and host (agreed_failure()), and the tool decides what to print and how to exit.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,12 +22,22 @@
 
 namespace ds {
 
+// A rank's failure, as every rank learns it from Agree.
+struct JobFailure {
+  int rank = 0, size = 1;
+  std::string host;  // the failed rank's
+  Status status;     // its own status, the message without the "rank R of N" prefix
+};
+
 class Job {
  public:
   virtual ~Job() = default;
   virtual int rank() const = 0;
   virtual int size() const = 0;
   bool root() const { return rank() == 0; }
+  // This process's host name (gethostname; "?" when it has none): the straggler's and the
+  // failure's.
+  virtual std::string host() const;
 
   // Every rank's bytes, in rank order, on every rank.
   virtual Result<std::vector<std::string>> AllGather(const std::string& mine,
@@ -42,7 +53,13 @@ class Job {
   // OK on every rank when `mine` is OK on all of them; else, on every rank, the lowest failed
   // rank's status, its message prefixed "rank R of N: ". Where a step can fail on some ranks only
   // (a path missing on one node), every rank learns it and cleans up.
+  // The failure is also kept, whole, until the next Agree: agreed_failure().
   Status Agree(const Status& mine, std::string_view what);
+  // The last Agree's failure (which rank, its host, its own status); nullopt when it agreed.
+  const std::optional<JobFailure>& agreed_failure() const { return agreed_failure_; }
+
+ private:
+  std::optional<JobFailure> agreed_failure_;
 };
 
 }  // namespace ds

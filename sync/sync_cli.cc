@@ -230,7 +230,10 @@ int StageCommand(int argc, char** argv) {
   }
   auto r = ds::sync::Sync(o);
   if (!r.ok()) {
-    if (job) return job->Fail(kTool, Render(r.status().message()), ds::ExitCode(r.status()));
+    if (job) {
+      job->Fail(kTool, Render(r.status().message()), ds::ExitCode(r.status()));
+      return ds::ExitCode(r.status());
+    }
     return ::Fail(r.status());
   }
   int rc = ReportErrors(r->errors);

@@ -18,13 +18,13 @@
 #include <system_error>
 #include <thread>
 
-#include "bench/io/io_worker.h"
 #include "bench/common/latency_report.h"
-#include "src/stop.h"
+#include "bench/io/io_worker.h"
 #include "src/fd.h"
 #include "src/human.h"
 #include "src/io_engine.h"
 #include "src/random.h"
+#include "src/stop.h"
 #include "src/system_probe.h"
 
 namespace ds::bench {
@@ -149,6 +149,7 @@ Result<IoRun> RunIoJobs(std::span<const IoJobOptions> in, const IoHooks& hooks) 
       };
     }
     DS_ASSIGN_OR_RETURN(IoRun part, RunTogether(in.subspan(begin, end - begin), part_hooks));
+    all.start_barrier_ns = part.start_barrier_ns;
     for (auto& r : part.jobs) {
       r.spec += begin;
       all.jobs.push_back(std::move(r));
@@ -228,8 +229,10 @@ Result<IoRun> RunTogether(std::span<const IoJobOptions> in, const IoHooks& hooks
       plan.push_back(std::move(clone));
     }
   }
-  if (hooks.ready) {
-    Status s = hooks.ready(ready);
+  int64_t start_barrier_ns = 0;
+  if (hooks.job) {
+    Status s = hooks.job->Agree(ready, "every rank's test file");
+    start_barrier_ns = SteadyIoClock().Now();
     if (ready.ok()) ready = s;
   }
   if (!ready.ok()) {
@@ -299,7 +302,7 @@ Result<IoRun> RunTogether(std::span<const IoJobOptions> in, const IoHooks& hooks
     if (hooks.live) report(true);
   }
   for (auto& t : threads) t.join();
-  IoRun run{{}, disk.Stop()};
+  IoRun run{{}, disk.Stop(), start_barrier_ns};
   cleanup();
   DS_RETURN_IF_ERROR(spawn);
   for (const auto& e : errors) DS_RETURN_IF_ERROR(e);

@@ -42,6 +42,7 @@
 #include "bench/io/io_verify.h"
 #include "src/diskstats.h"
 #include "src/histogram.h"
+#include "src/job.h"
 #include "src/status.h"
 
 namespace ds::bench {
@@ -205,6 +206,9 @@ const char* RwName(RwMode m);
 struct IoRun {
   std::vector<JobResult> jobs;   // one per job, or one merged result with group_reporting
   std::optional<DiskUtil> disk;  // disk_device's activity while the jobs ran, if it has one
+  // With IoHooks::job: when this rank left the start barrier (steady clock, ns, as
+  // JobResult::start_ns); with several stonewalled sets, the last set's.
+  int64_t start_barrier_ns = 0;
 };
 
 // True when `path` names a fio job file: it ends in ".fio", or it is a regular file whose first
@@ -231,15 +235,15 @@ struct LiveJob {
   double runtime = 0;         // its time limit (s; 0: none)
 };
 
-// Callbacks into the caller's thread, for a run that is one rank of an MPI job (the CLI wires
-// them to mpi/world.h; bench/ itself never links MPI). Both optional.
+// For a run that is one rank of a job (the CLI hands it mpi::World, a Job; bench/ itself never
+// links MPI), and callbacks into the caller's thread. All optional.
 struct IoHooks {
-  // Once the test file is laid out, or failed to be (`prepared`), before any job starts and
-  // before the disk is sampled. A failed `prepared` is returned either way (after cleanup);
-  // non-OK from the hook ends the run with that status. Under MPI: every rank reports its
-  // outcome and waits for the others (the phase's start barrier), so a path missing on one rank
-  // stops all of them with their own files removed.
-  std::function<Status(const Status& prepared)> ready;
+  // The job this run is a rank of. Once the test files are laid out, or failed to be, every
+  // rank agrees on the outcome (Job::Agree, "every rank's test file": the start barrier)
+  // before any job starts and before the disk is sampled; a failure on any rank ends the run
+  // on every rank with that rank's status (job->agreed_failure() says which), each rank's own
+  // files removed. A path missing on one rank stops all of them.
+  Job* job = nullptr;
   // About every millisecond while the jobs run, and once more when they have all finished
   // (`finished` true). Returning true stops the jobs still running, as --runtime's end does:
   // they issue nothing more and count what completes (stonewalling across ranks).

@@ -16,9 +16,9 @@
 #include <memory>
 #include <thread>
 
-#include "src/stop.h"
 #include "src/fd.h"
 #include "src/human.h"
+#include "src/stop.h"
 
 namespace ds::bench {
 
@@ -192,7 +192,7 @@ class MetaRun {
   Clock::time_point start_;
   std::optional<DiskStat> disk_start_;
   std::array<MetaPhaseResult, kMetaPhaseCount> results_;
-  Status hook_error_;  // before_phase stopped the run (another rank failed)
+  Status hook_error_;  // the job's agreement stopped the run (another rank failed)
 };
 
 std::optional<DiskStat> SampleDisk(const std::string& device) noexcept {
@@ -207,14 +207,15 @@ std::optional<DiskStat> SampleDisk(const std::string& device) noexcept {
 
 void MetaRun::PhaseStart() noexcept {
   halt_ = StopRequested() || failed_.load();
-  if (o_.before_phase) {
+  if (o_.job) {
     Status so_far;
     for (auto& w : workers_) {
       if (!w->error.ok()) so_far = w->error;
     }
     if (so_far.ok() && StopRequested()) so_far = Status(Code::kIOError, "interrupted");
     try {
-      Status s = o_.before_phase(phases_[phase_index_], so_far);
+      Status s = o_.job->Agree(
+          so_far, fmt::format("the start of the {} phase", MetaPhaseName(phases_[phase_index_])));
       if (!s.ok()) {
         if (so_far.ok()) hook_error_ = s;
         halt_ = true;
@@ -250,9 +251,9 @@ void MetaRun::PhaseEnd() noexcept {
     }
   }
   r.interrupted = StopRequested() && r.ops < o_.files * o_.threads;
-  // With before_phase, the next phase's start decides (across ranks, under MPI): stopping here
-  // would skip that agreement on this rank only.
-  halt_ = !o_.before_phase && (StopRequested() || failed_.load());
+  // In a job, the next phase's start decides (across ranks): stopping here would skip that
+  // agreement on this rank only.
+  halt_ = o_.job == nullptr && (StopRequested() || failed_.load());
   phase_index_++;
 }
 

@@ -22,9 +22,9 @@
 // Safety: PATH must be an existing directory; free space and free inodes (statvfs) are checked
 // against the plan before anything is made; only dsbench-meta.<pid> and what is inside it by
 // the names above are removed (unless `keep`), also after an error or a stop. A stop request
-// (bench/common/stop.h: SIGINT, SIGTERM) ends the current phase; the phases done so far and the partial
-// one are returned, marked interrupted. An error in any thread (ENOSPC, EMFILE, a wrong count)
-// stops all threads and is returned with the file named, after the cleanup.
+// (bench/common/stop.h: SIGINT, SIGTERM) ends the current phase; the phases done so far and the
+// partial one are returned, marked interrupted. An error in any thread (ENOSPC, EMFILE, a wrong
+// count) stops all threads and is returned with the file named, after the cleanup.
 //
 // Thread-safety: RunMeta runs its own threads; call it from one thread at a time.
 #pragma once
@@ -40,6 +40,7 @@
 
 #include "src/diskstats.h"
 #include "src/histogram.h"
+#include "src/job.h"
 #include "src/status.h"
 
 namespace ds::bench {
@@ -74,11 +75,12 @@ struct MetaOptions {
   std::string root_name;
   bool root_exists = false;
   unsigned thread_base = 0;
-  // At the start of each phase, run by one thread while the others wait, with this process's
-  // outcome so far (an error of a thread, or a stop): non-OK stops the run before the phase,
-  // with that status returned. Under MPI: every rank reports and all meet (the phase's
-  // barrier), so that an error on one rank stops them all, each removing its own files.
-  std::function<Status(MetaPhase, const Status& so_far)> before_phase;
+  // The job this run is a rank of (null: none). At the start of each phase, one thread (while
+  // the others wait) agrees with every rank on the outcome so far (Job::Agree: an error of a
+  // thread, or a stop: the phase's barrier). A failure on any rank stops the run on every rank
+  // before the phase, each removing its own files, with that rank's status returned
+  // (job->agreed_failure() says which).
+  Job* job = nullptr;
 };
 
 // "create,stat,read,readdir,remove" or any subset that includes create, in any order; the

@@ -17,7 +17,7 @@ Result<IoRun> RunWithFallback(IoJobOptions* o, const IoHooks& hooks,
   // Not with hooks (one rank of an MPI job): a second run would meet its barrier twice; the
   // ranks agreed on the engine before.
   if (!r.ok() && r.status().code() == Code::kUnsupported && o->ioengine == "io_uring" &&
-      !hooks.ready) {
+      hooks.job == nullptr) {
     warn(r.status().message() + "; falling back to psync");
     o->ioengine = "psync";
     return RunIoJobs(*o, hooks);

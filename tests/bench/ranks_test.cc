@@ -8,11 +8,14 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <filesystem>
+#include <optional>
+#include <thread>
 #include <vector>
 
 #include "bench/meta/meta_ranks.h"
 #include "src/random.h"
 #include "test_util.h"
+#include "thread_job.h"
 
 using namespace ds;
 using namespace ds::bench;
@@ -183,23 +186,89 @@ TEST_CASE("meta ranks: wire, sums over the slowest rank's time", "[bench]") {
   CHECK_FALSE(DecodeRankMeta(R"({"rank":0,"host":"x","phases":[{"phase":9}]})").ok());
 }
 
-TEST_CASE("meta's before_phase hook stops the run and its files go", "[bench]") {
+TEST_CASE("a meta rank's failure stops every rank at the next phase; files go", "[bench]") {
+  // Two ranks on threads, each its own tree. Rank 1's files vanish before the stat phase, so its
+  // stat phase fails; at the start of the read phase every rank learns it and stops.
   test::TempDir dir;
-  MetaOptions o;
-  o.path = dir.path();
-  o.files = 20;
-  o.threads = 2;
-  o.files_per_dir = 10;
-  std::vector<MetaPhase> seen;
-  o.before_phase = [&](MetaPhase p, const Status& so_far) {
-    REQUIRE(so_far.ok());
-    seen.push_back(p);
-    if (p == MetaPhase::kRead) return Status(Code::kBadInput, "another rank failed");
-    return Status::Ok();
+  test::Board board(2);
+  std::vector<std::string> steps;
+  board.on_step = [&](std::string_view what) {
+    steps.emplace_back(what);
+    if (what == "the start of the stat phase") {
+      for (const auto& e : std::filesystem::recursive_directory_iterator(dir / "r1")) {
+        if (e.is_regular_file()) std::filesystem::remove(e.path());
+      }
+    }
   };
-  auto r = RunMeta(o);
-  REQUIRE_FALSE(r.ok());
-  CHECK(r.status().message() == "another rank failed");
-  CHECK(seen == std::vector<MetaPhase>{MetaPhase::kCreate, MetaPhase::kStat, MetaPhase::kRead});
-  CHECK(std::filesystem::is_empty(dir.path()));  // the created files were removed
+  std::vector<Result<MetaResult>> results(2, Status(Code::kInternal, "not run"));
+  std::vector<std::optional<JobFailure>> failures(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; r++) {
+    ranks.emplace_back([&, r] {
+      std::filesystem::create_directory(dir / ("r" + std::to_string(r)));
+      test::ThreadJob job(&board, r);
+      MetaOptions o;
+      o.path = dir / ("r" + std::to_string(r));
+      o.files = 20;
+      o.threads = 2;
+      o.files_per_dir = 10;
+      o.job = &job;
+      results[r] = RunMeta(o);
+      failures[r] = job.agreed_failure();
+    });
+  }
+  for (auto& t : ranks) t.join();
+  CHECK(steps == std::vector<std::string>{"the start of the create phase",
+                                          "the start of the stat phase",
+                                          "the start of the read phase"});
+  for (int r = 0; r < 2; r++) {
+    INFO("rank " << r);
+    REQUIRE_FALSE(results[r].ok());
+    REQUIRE(failures[r].has_value());
+    // Rank 0 returns rank 1's failure, named; rank 1 its own.
+    if (r == 0) {
+      CHECK(results[r].status().message() == "rank 1 of 2: " + failures[r]->status.message());
+    } else {
+      CHECK(results[r].status().message() == failures[r]->status.message());
+    }
+    CHECK(failures[r]->rank == 1);
+    CHECK(failures[r]->host == "thread1");
+    CHECK(failures[r]->status.message().find("stat") != std::string::npos);
+    CHECK(std::filesystem::is_empty(dir / ("r" + std::to_string(r))));  // its files removed
+  }
+}
+
+TEST_CASE("an io rank whose test file fails stops every rank at the start", "[bench]") {
+  // Rank 1's PATH does not exist: every rank learns it at the start barrier, before any IO, and
+  // rank 0's laid-out file is removed.
+  test::TempDir dir;
+  test::Board board(2);
+  std::vector<Result<IoRun>> results(2, Status(Code::kInternal, "not run"));
+  std::vector<std::optional<JobFailure>> failures(2);
+  std::vector<std::thread> ranks;
+  for (int r = 0; r < 2; r++) {
+    ranks.emplace_back([&, r] {
+      test::ThreadJob job(&board, r);
+      IoJobOptions o;
+      o.name = "r" + std::to_string(r);
+      o.path = r == 0 ? dir.path() : dir / "missing";
+      o.size = 1 << 20;
+      o.rw = RwMode::kRandRead;
+      o.ioengine = "psync";
+      o.runtime = 1;
+      IoHooks hooks;
+      hooks.job = &job;
+      results[r] = RunIoJobs(o, hooks);
+      failures[r] = job.agreed_failure();
+    });
+  }
+  for (auto& t : ranks) t.join();
+  for (int r = 0; r < 2; r++) {
+    INFO("rank " << r);
+    REQUIRE_FALSE(results[r].ok());
+    REQUIRE(failures[r].has_value());
+    CHECK(failures[r]->rank == 1);
+    CHECK(failures[r]->status.message().find("missing") != std::string::npos);
+  }
+  CHECK(std::filesystem::is_empty(dir.path()));
 }

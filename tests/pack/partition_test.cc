@@ -1,72 +1,28 @@
 // The partitioned convert (pack/partition.h) in process: N threads stand for the N ranks of
-// `mpirun -n N dspack convert`, over a Job (src/job.h) whose collectives meet at a barrier. The MPI
-// wire itself is tested end to end by tests/e2e/mpi_convert.sh; this test runs the same packer code
-// in the sanitizer builds, which are built without MPI.
+// `mpirun -n N dspack convert` (tests/thread_job.h). The MPI wire itself is tested end to end by
+// tests/e2e/mpi_convert.sh.
 #include "pack/partition.h"
 
 #include <fmt/format.h>
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
-#include <condition_variable>
 #include <filesystem>
 #include <functional>
-#include <mutex>
 #include <set>
 #include <thread>
 
 #include "datasets/synth.h"
 #include "pack/packer.h"
 #include "test_util.h"
+#include "thread_job.h"
 
 using namespace ds;
 
 namespace {
 
-// Where the threads meet: every collective waits for all n, then each takes the slots' copy.
-struct Board {
-  explicit Board(int n) : n(n), slots(n) {}
-  int n;
-  std::mutex mu;
-  std::condition_variable cv;
-  std::vector<std::string> slots, result;
-  int arrived = 0;
-  uint64_t generation = 0;
-  // Called by the last thread to arrive at each collective, before anyone leaves it.
-  std::function<void(std::string_view)> on_step;
-};
-
-class ThreadJob : public Job {
- public:
-  ThreadJob(Board* b, int rank) : b_(b), rank_(rank) {}
-  int rank() const override { return rank_; }
-  int size() const override { return b_->n; }
-  Result<std::vector<std::string>> AllGather(const std::string& mine,
-                                             std::string_view what) override {
-    std::unique_lock lock(b_->mu);
-    b_->slots[rank_] = mine;
-    uint64_t gen = b_->generation;
-    if (++b_->arrived == b_->n) {
-      if (b_->on_step) b_->on_step(what);
-      b_->result = b_->slots;
-      b_->arrived = 0;
-      b_->generation++;
-      b_->cv.notify_all();
-    } else {
-      b_->cv.wait(lock, [&] { return b_->generation != gen; });
-    }
-    return b_->result;
-  }
-  Result<std::vector<std::string>> Gather(const std::string& mine, std::string_view what) override {
-    DS_ASSIGN_OR_RETURN(auto all, AllGather(mine, what));
-    if (rank_ != 0) all.clear();
-    return all;
-  }
-
- private:
-  Board* b_;
-  int rank_;
-};
+using test::Board;
+using test::ThreadJob;
 
 ConvertOptions PartOpts(const std::string& src, const std::string& out) {
   ConvertOptions o;
