@@ -343,8 +343,9 @@ Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const std::string& path);
 // tree: the Python package, dsbench replay and compare all open their input here.
 Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const StorageRef& at);
 // kCorruption when DIR holds a native dataset's data (its index or shards) without its
-// manifest: a damaged or unfinished dataset, which must not be read as a plain tree.
-Status CheckNotDamagedDataset(const std::string& dir);
+// manifest: a damaged or unfinished dataset, which must not be read as a plain tree. Reads
+// through `storage` (its names, then dspack.json's), so it holds on every backend.
+Status CheckNotDamagedDataset(Storage& storage, const std::string& dir);
 
 // The layout at path when it is one dspack reads as a dataset (not a plain directory tree or a
 // plain archive); nullopt otherwise.

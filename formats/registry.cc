@@ -1,9 +1,6 @@
 #include "formats/registry.h"
 
-#include <dirent.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "formats/interop/layout_meta.h"
 #include "formats/interop/lmdb_layout.h"
@@ -48,7 +45,6 @@ std::optional<Format> DetectShardDir(Storage& storage, const std::string& dir) {
   return mixed ? std::nullopt : kind;
 }
 
-bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 bool Exists(Storage& storage, const std::string& path) { return storage.Stat(path, true).ok(); }
 
 // An interop layout: named by dspack.json, or (without one) foreign shards of its kind: a
@@ -96,23 +92,23 @@ bool IsAnyLayoutFile(std::string_view name) {
   return false;
 }
 
-Status CheckNotDamagedDataset(const std::string& dir) {
-  if (Exists(dir + "/" + native::kManifestName)) return Status::Ok();
+Status CheckNotDamagedDataset(Storage& storage, const std::string& dir) {
+  if (Exists(storage, dir + "/" + native::kManifestName)) return Status::Ok();
   // An interop dataset's per-sample CRCs without its commit point: LayoutMeta::Load names it.
-  if (Exists(dir + "/" + kSampleCrcName) && !Exists(dir + "/" + kLayoutMetaName)) {
-    return LayoutMeta::Load(dir).status();
+  if (Exists(storage, dir + "/" + kSampleCrcName) &&
+      !Exists(storage, dir + "/" + kLayoutMetaName)) {
+    return LayoutMeta::Load(dir, storage).status();
   }
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return Status::Ok();  // not a directory: nothing to say here
+  auto entries = storage.List(dir);
+  if (!entries.ok()) return Status::Ok();  // not a directory: nothing to say here
   std::string found;
-  while (dirent* e = ::readdir(d)) {
-    std::string_view n = e->d_name;
+  for (const auto& e : *entries) {
+    std::string_view n = e.name;
     if (n == native::kIndexName || (n.rfind("shard-", 0) == 0 && n.ends_with(".dsr"))) {
       found = n;
       break;
     }
   }
-  ::closedir(d);
   if (found.empty()) return Status::Ok();
   return Status(
       Code::kCorruption,
@@ -197,7 +193,7 @@ Status NotADataset(Storage& storage, const std::string& path) {
                               "wrote (give a .zip or .tar to `dspack convert` to pack it)",
                               path));
   }
-  if (storage.scheme() == "file") DS_RETURN_IF_ERROR(CheckNotDamagedDataset(path));
+  DS_RETURN_IF_ERROR(CheckNotDamagedDataset(storage, path));
   return Status(Code::kBadInput,
                 fmt::format("{}: not a dataset dspack reads (native, lmdb, wds, tfrecord or "
                             "recordio); convert it to one first",
@@ -241,11 +237,9 @@ Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const StorageRef& at) {
   if (DetectAt(*at.storage, path)) return OpenLayout(at);
   auto st = at.storage->Stat(path, true);
   if (!st.ok()) return Status::FromErrno(st.status().err(), path, Code::kBadInput);
-  // The damaged-dataset check is local; the zip and tree readers read through the backend.
-  const bool local = at.storage->scheme() == "file";
   if (st->type == FileType::kRegular && LooksLikeZip(*at.storage, path)) return OpenZipReader(at);
-  if (st->type == FileType::kDirectory && local) {
-    DS_RETURN_IF_ERROR(CheckNotDamagedDataset(path));  // never read as a plain tree
+  if (st->type == FileType::kDirectory) {
+    DS_RETURN_IF_ERROR(CheckNotDamagedDataset(*at.storage, path));  // never read as a plain tree
     return OpenTreeReader(at);
   }
   return Status(Code::kBadInput,
@@ -298,15 +292,16 @@ Status VerifyLayout(const std::string& path, LayoutVerifyReport* report,
                     const LayoutProgress& progress) {
   // A native dataset's files without its manifest (an interrupted convert): the problem named as
   // every reader names it (CheckNotDamagedDataset), so verify and a failed open say one thing.
-  auto detected = DetectLayout(path);
+  DS_ASSIGN_OR_RETURN(StorageRef at, OpenStorage(path));
+  auto detected = DetectAt(*at.storage, at.path);
   if (!detected) {
-    if (Status damaged = CheckNotDamagedDataset(path); !damaged.ok()) {
+    if (Status damaged = CheckNotDamagedDataset(*at.storage, at.path); !damaged.ok()) {
       report->problems.push_back(damaged.message());
       return Status::Ok();
     }
     // Not there, or a plain file: say so (not "no manifest").
-    if (struct stat st; ::stat(path.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
-      return NotADataset(*LocalStorage(), path);
+    if (auto st = at.storage->Stat(at.path, true); !st.ok() || st->type != FileType::kDirectory) {
+      return NotADataset(*at.storage, at.path);
     }
   } else if (auto view = LoadSubsetView(path); !view.ok() || *view) {
     // A subset view: its reader checks the present files and samples (formats/subset.h).

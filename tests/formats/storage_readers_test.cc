@@ -2,6 +2,7 @@
 // comes from the Storage they were opened on, so the decorators over it see every read
 // (CountingStorage: the bill) and can fail any of them (FaultStorage: EIO, short reads).
 #include <catch2/catch.hpp>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 
@@ -137,10 +138,12 @@ TEST_CASE("readers: the counting backend's bill of a layout", "[formats]") {
 }
 
 namespace {
-// A local backend that says it cannot be mapped, as a remote one says (a mock of one capability).
+// A local backend that says it cannot be mapped and is not "file", as a remote one says (a mock
+// of those answers; every byte still comes from the local files).
 class NoMmapStorage final : public StorageDecorator {
  public:
   using StorageDecorator::StorageDecorator;
+  std::string_view scheme() const override { return "remote"; }
   StorageCaps caps() const override {
     StorageCaps c = StorageDecorator::caps();
     c.mmap = false;
@@ -181,4 +184,23 @@ TEST_CASE("readers: what needs a mapped file asks the backend, and says why it r
   auto found = (*r)->Find(samples[7].key);
   REQUIRE(found.ok());
   CHECK(found->value_or(99) == 7);
+}
+
+TEST_CASE("readers: a damaged dataset is refused as a tree on any backend", "[formats]") {
+  // A native dataset whose manifest is gone must not be read as a plain tree of its shard files;
+  // the check reads the names through the backend, so it holds on a remote one too.
+  test::TempDir dir;
+  auto samples = ReaderSamples(10);
+  auto remote = std::make_shared<NoMmapStorage>(LocalStorage());
+  std::string native = WriteLayout(dir / "native", Format::kNative, samples);
+  REQUIRE(std::filesystem::remove(native + "/manifest.json"));
+  auto r = OpenAnyReader(StorageRef{remote, native});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().code() == Code::kCorruption);
+  CHECK_THAT(r.status().message(), Catch::Contains("but no manifest.json"));
+  // A plain tree through the same backend is read as one.
+  test::WriteFile(dir / "tree/a/x.bin", "abc");
+  auto tree = OpenAnyReader(StorageRef{remote, dir / "tree"});
+  REQUIRE(tree.ok());
+  CHECK((*tree)->size() == 1);
 }

@@ -32,7 +32,6 @@ ALLOWED = {
     "formats/interop/lmdb_reader.cc": "liblmdb maps data.mdb by path (RequireMmap asked first)",
     "formats/interop/lmdb_check.cc": "checks data.mdb's pages before liblmdb maps it (local only)",
     "formats/interop/lmdb_common.cc": "hashes data.mdb, a local file (LMDB is local only)",
-    "formats/registry.cc": "flock-based shared lock and verify's local checks: " + NOT_YET,
     "formats/subset.cc": "a subset view is dssync's local staging: " + NOT_YET,
     # Sources the packer reads: archives (libarchive reads an fd).
     "formats/sources/archive_source.cc": "libarchive reads a local fd: " + NOT_YET,
