@@ -96,7 +96,7 @@ Status Packer::Run() {
     ao.raw_names = o_.raw_names;
     ao.spool_dir = o_.out;
     ao.inline_limit = kInlineLimit;
-    DS_ASSIGN_OR_RETURN(auto src, ArchiveSource::Open(o_.src, ao, on_scan_error));
+    DS_ASSIGN_OR_RETURN(auto src, ArchiveSource::Open(SrcStorage(), o_.src, ao, on_scan_error));
     for (const auto& [path, why] : src->ignored()) {
       scan_skips.emplace_back(path, Status(Code::kBadInput, why));
     }

@@ -161,6 +161,12 @@ std::string TempNameFor(const std::string& path) {
   return t + ".tmp";
 }
 
+Result<OwnedFd> OpenScratchFile(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::FromErrno(errno, "cannot spool in " + dir);
+  return OwnedFd(fd);
+}
+
 Result<OwnedFd> CreateExclusiveTemp(const std::string& path, std::string* tmp) {
   for (int attempt = 0;; attempt++) {
     *tmp = TempNameFor(path);

@@ -79,6 +79,10 @@ std::string TempNameFor(const std::string& path);
 // (retrying on a name that exists), so a file or link planted at a predictable name is never
 // opened. *tmp receives the name.
 Result<OwnedFd> CreateExclusiveTemp(const std::string& path, std::string* tmp);
+// An unnamed scratch file in the local directory dir (O_TMPFILE, read-write): it never has a
+// name, and its blocks are freed when the fd is closed, crash or not. A spool, not a dataset
+// file. Errors say "cannot spool in DIR".
+Result<OwnedFd> OpenScratchFile(const std::string& dir);
 
 class MappedFile {
  public:

@@ -2,11 +2,9 @@
 
 #include <archive.h>
 #include <archive_entry.h>
-#include <fcntl.h>
 #include <fmt/format.h>
 #include <limits.h>
 #include <locale.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,15 +26,72 @@ struct ArchiveCloser {
 };
 using ArchivePtr = std::unique_ptr<archive, ArchiveCloser>;
 
+// libarchive reads the archive through the storage interface: its read, skip and seek callbacks
+// over a RandomAccessFile, so an archive on any backend is read the same way (and zip's
+// central directory is found by seeking, as with a local file).
+struct ArchiveInput {
+  std::unique_ptr<RandomAccessFile> file;
+  uint64_t pos = 0;
+  std::unique_ptr<char[]> buf;
+  Status error;  // the backend's read error, which libarchive only knows as "fatal"
+};
+
+// An open archive: the input outlives libarchive's handle (declared first, destroyed last).
+struct OpenedArchive {
+  std::unique_ptr<ArchiveInput> in;
+  ArchivePtr a;
+  archive* get() const { return a.get(); }
+};
+
 namespace {
+
+constexpr size_t kArchiveReadBlock = 1 << 20;
+
+la_ssize_t ArchiveRead(archive* a, void* data, const void** buff) {
+  auto* in = static_cast<ArchiveInput*>(data);
+  auto n = in->file->ReadSome(in->pos, in->buf.get(), kArchiveReadBlock);
+  if (!n.ok()) {
+    in->error = n.status();
+    archive_set_error(a, n.status().err() != 0 ? n.status().err() : EIO, "%s",
+                      n.status().message().c_str());
+    return ARCHIVE_FATAL;
+  }
+  in->pos += *n;
+  *buff = in->buf.get();
+  return static_cast<la_ssize_t>(*n);
+}
+
+la_int64_t ArchiveSkip(archive*, void* data, la_int64_t request) {
+  auto* in = static_cast<ArchiveInput*>(data);
+  uint64_t left = in->file->size() > in->pos ? in->file->size() - in->pos : 0;
+  uint64_t k = std::min<uint64_t>(static_cast<uint64_t>(std::max<la_int64_t>(request, 0)), left);
+  in->pos += k;
+  return static_cast<la_int64_t>(k);
+}
+
+la_int64_t ArchiveSeek(archive*, void* data, la_int64_t offset, int whence) {
+  auto* in = static_cast<ArchiveInput*>(data);
+  int64_t base = whence == SEEK_SET   ? 0
+                 : whence == SEEK_CUR ? static_cast<int64_t>(in->pos)
+                                      : static_cast<int64_t>(in->file->size());
+  if (base + offset < 0) return ARCHIVE_FATAL;
+  in->pos = static_cast<uint64_t>(base + offset);
+  return static_cast<la_int64_t>(in->pos);
+}
 
 const char* ArchiveMessage(archive* a) {
   const char* msg = archive_error_string(a);
   return msg ? msg : "unreadable archive";
 }
 
-// The one place ARCHIVE_* results become a Status.
-Status ArchiveError(archive* a, const std::string& path, std::string_view what) {
+// The one place ARCHIVE_* results become a Status. A read error of the backend is its own
+// message (the file and the offset), with what was being read.
+Status ArchiveError(const OpenedArchive& ar, const std::string& path, std::string_view what) {
+  if (!ar.in->error.ok()) {
+    return Status(Code::kBadInput, fmt::format("{} ({})", ar.in->error.message(), what),
+                  ar.in->error.err());
+  }
+  archive* a = ar.get();
   return Status(Code::kBadInput,
                 fmt::format("{}: {} at byte {}: {}", path, what, archive_filter_bytes(a, -1),
                             ArchiveMessage(a)),
@@ -77,46 +132,57 @@ std::optional<std::string> EntryName(archive_entry* e) {
 // holds only zeros from there: only its end-of-archive blocks or record padding were cut, and
 // every entry was read with its header checksum verified. A compressed stream cut anywhere is
 // never this: its own trailer check (gzip, bzip2, xz, zstd) was not reached.
-bool OnlyEndZerosCut(archive* a, const std::string& path, uint64_t data_end) {
-  if (data_end == 0 || archive_filter_count(a) != 1 ||
+bool OnlyEndZerosCut(const OpenedArchive& ar, uint64_t data_end) {
+  archive* a = ar.get();
+  if (data_end == 0 || !ar.in->error.ok() || archive_filter_count(a) != 1 ||
       archive_filter_code(a, 0) != ARCHIVE_FILTER_NONE ||
       (archive_format(a) & ARCHIVE_FORMAT_BASE_MASK) != ARCHIVE_FORMAT_TAR) {
     return false;
   }
-  auto fd = OpenFile(path, O_RDONLY);
-  if (!fd.ok()) return false;
-  auto size = FileSize(fd->get(), path);
+  const RandomAccessFile& f = *ar.in->file;
   // At most the two end blocks and a 10 KiB record's padding can be missing.
-  if (!size.ok() || *size < data_end || *size - data_end > 20 * 512) return false;
-  std::string tail(*size - data_end, '\0');
-  if (!ReadFullAt(fd->get(), tail.data(), tail.size(), data_end, path).ok()) return false;
+  if (f.size() < data_end || f.size() - data_end > 20 * 512) return false;
+  std::string tail(f.size() - data_end, '\0');
+  if (!f.ReadAt(data_end, tail.data(), tail.size()).ok()) return false;
   return tail.find_first_not_of('\0') == std::string::npos;
 }
 
-Result<ArchivePtr> OpenArchive(const std::string& path, bool raw_names) {
+Result<OpenedArchive> OpenArchive(Storage& storage, const std::string& path, bool raw_names) {
+  OpenedArchive ar;
+  ar.in = std::make_unique<ArchiveInput>();
+  auto file = storage.OpenRead(path);
+  if (!file.ok()) {
+    Code code = file.status().code() == Code::kNotFound ? Code::kNotFound : Code::kBadInput;
+    return Status(code, file.status().message(), file.status().err());
+  }
+  ar.in->file = std::move(file).value();
   // libarchive reads an empty file as an archive of no entries; unzip, tar and Python's
   // zipfile/tarfile refuse it, and so do we: a failed download must not read as success.
-  struct stat st;
-  if (::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0) {
+  if (ar.in->file->size() == 0) {
     return Status(Code::kBadInput,
                   path + ": not an archive: 0 bytes (an interrupted download or copy?)");
   }
-  ArchivePtr a(archive_read_new());
-  archive_read_support_filter_all(a.get());
-  archive_read_support_format_all(a.get());
+  ar.in->buf.reset(new char[kArchiveReadBlock]);
+  ar.a.reset(archive_read_new());
+  archive* a = ar.get();
+  archive_read_support_filter_all(a);
+  archive_read_support_format_all(a);
   // Zip names without flag bit 11 are CP437 (APPNOTE.TXT appendix D; Python's zipfile agrees).
-  if (!raw_names) archive_read_set_format_option(a.get(), "zip", "hdrcharset", "CP437");
+  if (!raw_names) archive_read_set_format_option(a, "zip", "hdrcharset", "CP437");
   // Past tar's end-of-archive blocks to the end of the stream: a compressed stream is then
   // decompressed to its end, so its trailer (gzip, bzip2, xz, zstd) is read and a cut one is an
   // error, not a silent success; members after a first end marker (tars concatenated with cat)
   // are read, not dropped, as GNU tar --ignore-zeros does. docs/formats/archives.md.
-  archive_read_set_format_option(a.get(), "tar", "read_concatenated_archives", "1");
-  if (archive_read_open_filename(a.get(), path.c_str(), 1 << 20) != ARCHIVE_OK) {
-    Status s = ArchiveError(a.get(), path, "cannot open");
-    if (archive_errno(a.get()) == ENOENT) return Status(Code::kNotFound, s.message());
-    return s;
+  archive_read_set_format_option(a, "tar", "read_concatenated_archives", "1");
+  archive_read_set_read_callback(a, ArchiveRead);
+  archive_read_set_skip_callback(a, ArchiveSkip);
+  archive_read_set_seek_callback(a, ArchiveSeek);
+  archive_read_set_callback_data(a, ar.in.get());
+  // libarchive may take a failed read while it bids on the format for an empty stream.
+  if (archive_read_open1(a) != ARCHIVE_OK || !ar.in->error.ok()) {
+    return ArchiveError(ar, path, "cannot open");
   }
-  return a;
+  return ar;
 }
 
 }  // namespace
@@ -148,7 +214,7 @@ Result<std::string> NormaliseArchivePath(std::string_view p) {
 }
 
 struct ArchiveSource::Reader {
-  ArchivePtr a;
+  OpenedArchive a;
   size_t next = 0;          // next position in order_ to read
   uint64_t next_entry = 0;  // ordinal of the next header in the archive
   uint64_t bytes_out = 0;
@@ -159,10 +225,12 @@ struct ArchiveSource::Reader {
 
 ArchiveSource::~ArchiveSource() = default;
 
-Result<std::unique_ptr<ArchiveSource>> ArchiveSource::Open(const std::string& path,
+Result<std::unique_ptr<ArchiveSource>> ArchiveSource::Open(std::shared_ptr<Storage> storage,
+                                                           const std::string& path,
                                                            const ArchiveOptions& options,
                                                            const ScanErrorFn& on_error) {
   std::unique_ptr<ArchiveSource> s(new ArchiveSource());
+  s->storage_ = std::move(storage);
   s->path_ = path;
   s->options_ = options;
   s->tree_ = FileTree(path);
@@ -173,14 +241,14 @@ Result<std::unique_ptr<ArchiveSource>> ArchiveSource::Open(const std::string& pa
 
 Status ArchiveSource::ListEntries(const ScanErrorFn& on_error) {
   Utf8Locale utf8;
-  DS_ASSIGN_OR_RETURN(ArchivePtr a, OpenArchive(path_, options_.raw_names));
+  DS_ASSIGN_OR_RETURN(OpenedArchive a, OpenArchive(*storage_, path_, options_.raw_names));
   // A zip's entry list is its central directory: read it ourselves too, so a cut directory or
   // overlapping entries (which libarchive reads as fewer names, silently) are errors.
-  if (LooksLikeZip(path_)) {
-    DS_RETURN_IF_ERROR(ZipArchive::Open(path_, ZipArchive::OpenMode::kStructure).status());
+  if (LooksLikeZip(*storage_, path_)) {
+    DS_RETURN_IF_ERROR(
+        ZipArchive::Open(*storage_, path_, ZipArchive::OpenMode::kStructure).status());
   }
-  struct stat st;
-  uint64_t archive_size = ::stat(path_.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+  const uint64_t archive_size = a.in->file->size();
   struct Listed {
     uint64_t ord;
     uint64_t sample;
@@ -196,13 +264,12 @@ Status ArchiveSource::ListEntries(const ScanErrorFn& on_error) {
   for (uint64_t ord = 0;; ord++) {
     archive_entry* e = nullptr;
     int r = archive_read_next_header(a.get(), &e);
-    if (r == ARCHIVE_EOF) break;
+    if (r == ARCHIVE_EOF && a.in->error.ok()) break;
     if (r == ARCHIVE_RETRY) r = archive_read_next_header(a.get(), &e);
-    if (r < ARCHIVE_WARN) {
-      if (OnlyEndZerosCut(a.get(), path_, data_end))
-        break;  // every entry read: GNU tar accepts it too
+    if (r < ARCHIVE_WARN || !a.in->error.ok()) {
+      if (OnlyEndZerosCut(a, data_end)) break;  // every entry read: GNU tar accepts it too
       // Truncated or corrupt: the rest is unreadable. Under skip, keep what was listed.
-      stop = on_error(path_, ArchiveError(a.get(), path_, fmt::format("entry #{}", ord)));
+      stop = on_error(path_, ArchiveError(a, path_, fmt::format("entry #{}", ord)));
       break;
     }
     // Where this entry's data ends in an uncompressed tar, for OnlyEndZerosCut.
@@ -309,6 +376,10 @@ Result<InputFile> ArchiveSource::ReadEntry(uint64_t file) {
   while (rd.next_entry <= want) {
     int r = archive_read_next_header(rd.a.get(), &e);
     if (r == ARCHIVE_RETRY) r = archive_read_next_header(rd.a.get(), &e);
+    if (!rd.a.in->error.ok()) {
+      rd.dead = ArchiveError(rd.a, path_, fmt::format("entry #{}", rd.next_entry));
+      return rd.dead;
+    }
     if (r == ARCHIVE_EOF) {
       rd.dead = Status(Code::kBadInput, fmt::format("{}: ends before entry #{} ({}); it changed "
                                                     "since it was listed",
@@ -316,15 +387,15 @@ Result<InputFile> ArchiveSource::ReadEntry(uint64_t file) {
       return rd.dead;
     }
     if (r < ARCHIVE_WARN) {
-      rd.dead = ArchiveError(rd.a.get(), path_, fmt::format("entry #{}", rd.next_entry));
+      rd.dead = ArchiveError(rd.a, path_, fmt::format("entry #{}", rd.next_entry));
       return rd.dead;
     }
     rd.next_entry++;
   }
   uint64_t size = archive_entry_size_is_set(e) ? static_cast<uint64_t>(archive_entry_size(e)) : 0;
   auto data_error = [&](la_ssize_t r) {
-    Status s = ArchiveError(rd.a.get(), path_, "reading entry '" + EscapeBytes(path) + "'");
-    if (r == ARCHIVE_FATAL) rd.dead = s;
+    Status s = ArchiveError(rd.a, path_, "reading entry '" + EscapeBytes(path) + "'");
+    if (r == ARCHIVE_FATAL || !rd.a.in->error.ok()) rd.dead = s;
     return s;
   };
   auto check_ratio = [&]() -> Status {
@@ -343,7 +414,7 @@ Result<InputFile> ArchiveSource::ReadEntry(uint64_t file) {
     uint64_t got = 0;
     for (;;) {
       la_ssize_t r = archive_read_data(rd.a.get(), buf.get() + got, size + 1 - got);
-      if (r < 0) return data_error(r);
+      if (r < 0 || !rd.a.in->error.ok()) return data_error(r);
       if (r == 0) break;
       got += static_cast<uint64_t>(r);
       rd.bytes_out += static_cast<uint64_t>(r);
@@ -359,14 +430,13 @@ Result<InputFile> ArchiveSource::ReadEntry(uint64_t file) {
     return InputFile::FromMemory(path, std::move(buf), size);
   }
   // Big entry: spool to an unnamed file next to the output, then stream it from there.
-  int fd = ::open(options_.spool_dir.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::FromErrno(errno, "cannot spool in " + options_.spool_dir);
-  OwnedFd spool(fd);
+  DS_ASSIGN_OR_RETURN(OwnedFd spool, OpenScratchFile(options_.spool_dir));
+  const int fd = spool.get();
   std::unique_ptr<char[]> buf(new char[1 << 20]);
   uint64_t got = 0;
   for (;;) {
     la_ssize_t r = archive_read_data(rd.a.get(), buf.get(), 1 << 20);
-    if (r < 0) return data_error(r);
+    if (r < 0 || !rd.a.in->error.ok()) return data_error(r);
     if (r == 0) break;
     got += static_cast<uint64_t>(r);
     rd.bytes_out += static_cast<uint64_t>(r);
@@ -387,7 +457,7 @@ std::unique_ptr<LoadedSample> ArchiveSource::Load(uint64_t i) {
   Utf8Locale utf8;
   if (!reader_) {
     reader_ = std::make_unique<Reader>();
-    auto a = OpenArchive(path_, options_.raw_names);
+    auto a = OpenArchive(*storage_, path_, options_.raw_names);
     if (a.ok())
       reader_->a = std::move(a).value();
     else

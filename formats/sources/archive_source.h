@@ -19,11 +19,13 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "formats/sources/source.h"
+#include "src/storage.h"
 
 struct archive;
 
@@ -42,7 +44,9 @@ struct ArchiveOptions {
 
 class ArchiveSource : public SampleSource {
  public:
-  static Result<std::unique_ptr<ArchiveSource>> Open(const std::string& path,
+  // The archive at path, read through storage (any backend: libarchive reads through it).
+  static Result<std::unique_ptr<ArchiveSource>> Open(std::shared_ptr<Storage> storage,
+                                                     const std::string& path,
                                                      const ArchiveOptions& options,
                                                      const ScanErrorFn& on_error);
   ~ArchiveSource() override;
@@ -59,6 +63,7 @@ class ArchiveSource : public SampleSource {
   Result<InputFile> ReadEntry(uint64_t file);
   static constexpr uint64_t kHoldBudget = 64 << 20;
 
+  std::shared_ptr<Storage> storage_;
   std::string path_;
   ArchiveOptions options_;
   FileTree tree_;

@@ -12,7 +12,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   ds::ArchiveOptions options;
   options.spool_dir = ds::fuzz::ScratchDir();
   auto skip = [](std::string_view, const ds::Status&) { return ds::Status::Ok(); };
-  auto s = ds::ArchiveSource::Open(path, options, skip);
+  auto s = ds::ArchiveSource::Open(ds::LocalStorage(), path, options, skip);
   if (s.ok()) {
     for (uint64_t i = 0; i < (*s)->tree().sample_count() && i < 4096; i++) (void)(*s)->Load(i);
   }
