@@ -1,7 +1,5 @@
 // The zip writer (docs/formats/zip.md, "What WriteZip writes"). The reader is in zip.cc.
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -25,18 +23,6 @@ constexpr uint32_t kExternalAttr = 0100644u << 16;      // regular file, rw-r--r
 constexpr size_t kBufferSize = 1 << 20;                 // output buffer
 constexpr size_t kChunk = 256 << 10;                    // input chunk and deflate output
 
-Status PWriteFull(int fd, const char* p, size_t n, uint64_t offset, const std::string& what) {
-  while (n > 0) {
-    ssize_t w = ::pwrite(fd, p, n, static_cast<off_t>(offset));
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) return Status::FromErrno(w < 0 ? errno : EIO, what + ": write");
-    p += w;
-    n -= static_cast<size_t>(w);
-    offset += static_cast<uint64_t>(w);
-  }
-  return Status::Ok();
-}
-
 struct Entry {
   uint64_t offset = 0;  // of the local header
   uint64_t csize = 0;
@@ -49,7 +35,8 @@ struct Entry {
 // Not thread-safe. Appends through buf_; bytes before base_ are in the file already.
 class Writer {
  public:
-  Writer(OwnedFd fd, std::string name) : fd_(std::move(fd)), name_(std::move(name)) {}
+  explicit Writer(std::unique_ptr<RandomWriteFile> file)
+      : file_(std::move(file)), name_(file_->name()) {}
   ~Writer() {
     if (z_ok_) deflateEnd(&z_);
   }
@@ -73,7 +60,7 @@ class Writer {
   Status Flush();
   Status Deflate(const char* p, size_t n, int flush);
 
-  OwnedFd fd_;
+  std::unique_ptr<RandomWriteFile> file_;
   std::string name_;
   std::string buf_;
   uint64_t base_ = 0;
@@ -87,7 +74,7 @@ class Writer {
 Status Writer::Append(const void* p, size_t n) {
   if (buf_.size() + n > kBufferSize) DS_RETURN_IF_ERROR(Flush());
   if (n >= kBufferSize) {
-    DS_RETURN_IF_ERROR(PWriteFull(fd_.get(), static_cast<const char*>(p), n, base_, name_));
+    DS_RETURN_IF_ERROR(file_->WriteAt(base_, p, n));
     base_ += n;
     return Status::Ok();
   }
@@ -96,7 +83,7 @@ Status Writer::Append(const void* p, size_t n) {
 }
 
 Status Writer::Flush() {
-  DS_RETURN_IF_ERROR(PWriteFull(fd_.get(), buf_.data(), buf_.size(), base_, name_));
+  DS_RETURN_IF_ERROR(file_->WriteAt(base_, buf_.data(), buf_.size()));
   base_ += buf_.size();
   buf_.clear();
   return Status::Ok();
@@ -107,7 +94,7 @@ Status Writer::Patch(uint64_t offset, const std::string& bytes) {
   uint64_t end = offset + bytes.size();
   if (offset < base_) {
     uint64_t n = std::min(end, base_) - offset;
-    DS_RETURN_IF_ERROR(PWriteFull(fd_.get(), bytes.data(), n, offset, name_));
+    DS_RETURN_IF_ERROR(file_->WriteAt(offset, bytes.data(), n));
   }
   if (end > base_) {
     uint64_t from = std::max(offset, base_);
@@ -214,10 +201,7 @@ Status Writer::DropLast() {
   }
   buf_.clear();
   base_ = offset;
-  if (::ftruncate(fd_.get(), static_cast<off_t>(offset)) != 0) {
-    return Status::FromErrno(errno, name_ + ": truncate");
-  }
-  return Status::Ok();
+  return file_->Truncate(offset);
 }
 
 Status Writer::Finish(const FileTree& tree, bool* zip64) {
@@ -286,8 +270,8 @@ Status Writer::Finish(const FileTree& tree, bool* zip64) {
   PutLE16(&t, 0);  // comment
   DS_RETURN_IF_ERROR(Append(t.data(), t.size()));
   DS_RETURN_IF_ERROR(Flush());
-  if (::fsync(fd_.get()) != 0) return Status::FromErrno(errno, name_ + ": fsync");
-  return Status::Ok();
+  DS_RETURN_IF_ERROR(file_->Sync());
+  return file_->Close();
 }
 
 std::string DirOf(const std::string& path) {
@@ -295,15 +279,14 @@ std::string DirOf(const std::string& path) {
   return slash == std::string::npos ? "." : slash == 0 ? "/" : path.substr(0, slash);
 }
 
-Status WriteTree(const FileTree& tree, const std::string& tmp, const ZipWriteOptions& options,
-                 ZipWriteSummary* summary) {
-  Storage& local = *LocalStorage();
-  DS_ASSIGN_OR_RETURN(OwnedFd out, OpenFile(tmp, O_WRONLY | O_CREAT | O_TRUNC));
-  Writer w(std::move(out), tmp);
+Status WriteTree(Storage& src, const FileTree& tree, Storage& dst, const std::string& tmp,
+                 const ZipWriteOptions& options, ZipWriteSummary* summary) {
+  DS_ASSIGN_OR_RETURN(auto out, dst.OpenWrite(tmp, WriteMode::kTruncate));
+  Writer w(std::move(out));
   DS_RETURN_IF_ERROR(w.Init(options.level));
   for (uint64_t f = 0; f < tree.file_count(); f++) {
     std::string rel(tree.path(f));
-    auto in = InputFile::Open(local, tree.root(), rel, 0);  // only empty files are read whole
+    auto in = InputFile::Open(src, tree.root(), rel, 0);  // only empty files are read whole
     if (!in.ok()) return in.status().Prefixed(tree.root());
     uint16_t method = options.deflate && in->size() > 0 ? kMethodDeflate : kMethodStore;
     DS_RETURN_IF_ERROR(w.AddMember(rel, &*in, method));
@@ -311,7 +294,7 @@ Status WriteTree(const FileTree& tree, const std::string& tmp, const ZipWriteOpt
     if (method == kMethodDeflate && e.csize >= e.size) {
       // As zip -r: a member deflate does not shrink is stored instead.
       DS_RETURN_IF_ERROR(w.DropLast());
-      in = InputFile::Open(local, tree.root(), rel, 0);
+      in = InputFile::Open(src, tree.root(), rel, 0);
       if (!in.ok()) return in.status().Prefixed(tree.root());
       DS_RETURN_IF_ERROR(w.AddMember(rel, &*in, kMethodStore));
     }
@@ -331,21 +314,21 @@ Status WriteZip(const std::string& src_dir, const std::string& zip_path,
     return Status(Code::kInvalidArgument,
                   fmt::format("zip level {}: want 0 (fastest) to 9 (smallest)", options.level));
   }
-  DS_ASSIGN_OR_RETURN(FileTree tree, FileTree::Scan(*LocalStorage(), src_dir, {},
+  DS_ASSIGN_OR_RETURN(StorageRef src, OpenStorage(src_dir));
+  DS_ASSIGN_OR_RETURN(StorageRef dst, OpenStorage(zip_path));
+  DS_ASSIGN_OR_RETURN(FileTree tree, FileTree::Scan(*src.storage, src.path, {},
                                                     [&](std::string_view, const Status& s) {
                                                       return s.Prefixed(src_dir);
                                                     }));
-  ZipWriteSummary local;
-  std::string tmp = zip_path + ".tmp";
-  Status s = WriteTree(tree, tmp, options, summary ? summary : &local);
-  if (s.ok() && ::rename(tmp.c_str(), zip_path.c_str()) != 0) {
-    s = Status::FromErrno(errno, "rename " + tmp + " to " + zip_path);
-  }
+  ZipWriteSummary unused;
+  std::string tmp = dst.path + ".tmp";
+  Status s = WriteTree(*src.storage, tree, *dst.storage, tmp, options, summary ? summary : &unused);
+  if (s.ok()) s = dst.storage->Rename(tmp, dst.path);
   if (!s.ok()) {
-    ::unlink(tmp.c_str());
+    (void)dst.storage->Remove(tmp);
     return s;
   }
-  return FsyncDir(DirOf(zip_path));
+  return dst.storage->SyncDir(DirOf(dst.path));
 }
 
 }  // namespace ds

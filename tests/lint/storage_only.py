@@ -34,7 +34,6 @@ ALLOWED = {
     "formats/interop/lmdb_common.cc": "hashes data.mdb, a local file (LMDB is local only)",
     "formats/subset.cc": "a subset view is dssync's local staging: " + NOT_YET,
     # The packer reads archives through Storage too (libarchive callbacks).
-    "formats/sources/zip_writer.cc": "dspack's zip writer (tests and compare): " + NOT_YET,
     "pack/inspect.cc": "`dspack extract` writes local files: " + NOT_YET,
     "sync/syncer.cc": LOCAL_DST,
     "sync/staged.cc": LOCAL_DST,
