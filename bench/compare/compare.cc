@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <sys/stat.h>
 
 #include <algorithm>
 #include <chrono>
@@ -117,9 +116,10 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
   auto say = [&](const std::string& s) {
     if (on_line) on_line(s);
   };
-  struct stat st;
-  if (::stat(o.src.c_str(), &st) != 0) return Status::FromErrno(errno, o.src, Code::kBadInput);
-  if (!S_ISDIR(st.st_mode) || DetectLayout(o.src)) {
+  DS_ASSIGN_OR_RETURN(StorageRef src, OpenStorage(o.src));
+  auto st = src.storage->Stat(src.path, /*follow=*/true);
+  if (!st.ok()) return Status::FromErrno(st.status().err(), o.src, Code::kBadInput);
+  if (st->type != FileType::kDirectory || DetectLayout(o.src)) {
     return Status(Code::kBadInput,
                   o.src +
                       ": compare needs a directory tree of files to build every layout from "

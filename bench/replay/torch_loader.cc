@@ -4,7 +4,6 @@
 #include <fmt/format.h>
 #include <signal.h>
 #include <spawn.h>
-#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -32,9 +31,10 @@ std::string DspackPackageDir() {
   if (n <= 0) return "";
   std::string dir(exe, static_cast<size_t>(n));
   dir = dir.substr(0, dir.rfind('/'));
-  struct stat st;
+  // The Python package's own files, not a dataset's.
   auto has = [&](const std::string& pkg) {
-    return ::stat((pkg + "/dspack/__init__.py").c_str(), &st) == 0;
+    std::error_code ec;
+    return std::filesystem::exists(pkg + "/dspack/__init__.py", ec);
   };
   if (has(dir + "/../python")) return dir + "/../python";
   std::error_code ec;
