@@ -213,16 +213,17 @@ Result<std::unique_ptr<LayoutReader>> OpenLayout(const StorageRef& at) {
   // the shared lock is held while the reader finds and opens the files, then dropped. Local
   // files only: the lock is flock(2) (src/dir_lock.h).
   const bool local = at.storage->scheme() == "file";
+  auto st = at.storage->Stat(path, true);
+  const bool dir = st.ok() && st->type == FileType::kDirectory;
   OwnedFd guard;
-  if (auto st = at.storage->Stat(path, true);
-      local && st.ok() && st->type == FileType::kDirectory) {
+  if (local && dir) {
     DS_ASSIGN_OR_RETURN(guard, LockDirectoryShared(path));
   }
   auto f = DetectAt(*at.storage, path);
   if (!f) return NotADataset(*at.storage, path);
-  if (guard.valid()) {
-    DS_ASSIGN_OR_RETURN(auto view, LoadSubsetView(path));
-    if (view) return OpenSubset(path, *f, *view);
+  if (dir) {  // a subset view sits in a dataset's directory (formats/subset.h)
+    DS_ASSIGN_OR_RETURN(auto view, LoadSubsetView(at));
+    if (view) return OpenSubset(at, *f, *view);
   }
   return LayoutFor(*f).open(at, nullptr);
 }

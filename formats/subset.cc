@@ -49,14 +49,15 @@ std::string Summary(const SubsetView& v, uint64_t shards, uint64_t samples) {
 // batched reads to the inner reader.
 class SubsetReader : public LayoutReader {
  public:
-  SubsetReader(std::string dir, Format f, SubsetView view, DatasetFiles listing,
+  SubsetReader(const StorageRef& at, Format f, SubsetView view, DatasetFiles listing,
                std::unique_ptr<LayoutReader> inner, std::vector<ShardRange> ranges)
-      : format_(f),
+      : storage_(at.storage),
+        format_(f),
         view_(std::move(view)),
         listing_(std::move(listing)),
         inner_(std::move(inner)),
         ranges_(std::move(ranges)) {
-    path_ = std::move(dir);
+    path_ = at.path;
     if (inner_) {
       label_field_ = inner_->label_field();
       classes_ = inner_->classes();
@@ -147,23 +148,23 @@ class SubsetReader : public LayoutReader {
     if (shard) r->shards++;
     if (!shard && !f.xxh3) return;
     std::string path = path_ + "/" + f.name;
-    struct stat st;
-    if (::stat(path.c_str(), &st) != 0) {
+    auto st = storage_->Stat(path, /*follow=*/true);
+    if (!st.ok()) {
       r->problems.push_back(
           fmt::format("{}: missing, though the subset view lists it; stage it "
                       "again (dssync)",
                       path));
       return;
     }
-    if (shard && static_cast<uint64_t>(st.st_size) != f.size) {
+    if (shard && st->size != f.size) {
       r->problems.push_back(
           fmt::format("{}: {} bytes, but {} says {} (truncated or replaced?); "
                       "stage it again (dssync)",
-                      path, st.st_size, listing_.commit_point, f.size));
+                      path, st->size, listing_.commit_point, f.size));
       return;
     }
     if (!f.xxh3) return;
-    auto h = HashFile(*LocalStorage(), path);
+    auto h = HashFile(*storage_, path);
     if (!h.ok()) {
       r->problems.push_back(h.status().message());
     } else if (*h != *f.xxh3) {
@@ -174,6 +175,7 @@ class SubsetReader : public LayoutReader {
     }
   }
 
+  std::shared_ptr<Storage> storage_;
   Format format_;
   SubsetView view_;
   DatasetFiles listing_;                 // the whole dataset's
@@ -182,12 +184,23 @@ class SubsetReader : public LayoutReader {
   std::vector<uint64_t> map_;            // this view's sample k is the inner's map_[k]
 };
 
-bool HasSubsetView(const std::string& dir) { return ::access(ViewPath(dir).c_str(), F_OK) == 0; }
+bool HasSubsetView(const std::string& dir) {
+  auto at = OpenStorage(dir);
+  return at.ok() && at->storage->Stat(ViewPath(at->path), /*follow=*/true).ok();
+}
 
 Result<std::optional<SubsetView>> LoadSubsetView(const std::string& dir) {
-  auto text = ReadWholeFile(ViewPath(dir));
+  DS_ASSIGN_OR_RETURN(StorageRef at, OpenStorage(dir));
+  return LoadSubsetView(at);
+}
+
+Result<std::optional<SubsetView>> LoadSubsetView(const StorageRef& at) {
+  const std::string& dir = at.path;
+  auto text = ReadAll(*at.storage, ViewPath(dir));
   if (!text.ok()) {
-    if (text.status().err() == ENOENT) return std::optional<SubsetView>();
+    if (text.status().err() == ENOENT || text.status().code() == Code::kNotFound) {
+      return std::optional<SubsetView>();
+    }
     return text.status();
   }
   json j = json::parse(*text, nullptr, false);
@@ -218,8 +231,9 @@ DatasetFiles FilterToView(DatasetFiles files, const SubsetView& view) {
   return files;
 }
 
-Result<std::unique_ptr<LayoutReader>> OpenSubset(const std::string& dir, Format f,
+Result<std::unique_ptr<LayoutReader>> OpenSubset(const StorageRef& at, Format f,
                                                  const SubsetView& view) {
+  const std::string& dir = at.path;
   DS_ASSIGN_OR_RETURN(DatasetFiles listing, FullListing(dir, f));
   std::set<std::string> present;
   for (const auto& name : view.shards) {
@@ -229,7 +243,7 @@ Result<std::unique_ptr<LayoutReader>> OpenSubset(const std::string& dir, Format 
       return Malformed(dir, fmt::format("names shard '{}', which {} does not list",
                                         EscapeBytes(name), listing.commit_point));
     }
-    if (::access((dir + "/" + name).c_str(), F_OK) != 0) {
+    if (!at.storage->Stat(dir + "/" + name, /*follow=*/true).ok()) {
       return Status(Code::kCorruption,
                     fmt::format("{}/{}: missing, though the subset view ({}) lists it; stage it "
                                 "again (dssync)",
@@ -240,14 +254,14 @@ Result<std::unique_ptr<LayoutReader>> OpenSubset(const std::string& dir, Format 
   std::unique_ptr<LayoutReader> inner;
   std::vector<ShardRange> ranges;
   if (!present.empty()) {
-    DS_ASSIGN_OR_RETURN(inner, LayoutFor(f).open(StorageRef{LocalStorage(), dir}, &present));
+    DS_ASSIGN_OR_RETURN(inner, LayoutFor(f).open(at, &present));
     DS_ASSIGN_OR_RETURN(auto all, inner->ShardRanges());
     for (auto& r : all) {
       if (present.count(r.file)) ranges.push_back(std::move(r));
     }
   }
   return std::unique_ptr<LayoutReader>(std::make_unique<SubsetReader>(
-      dir, f, view, std::move(listing), std::move(inner), std::move(ranges)));
+      at, f, view, std::move(listing), std::move(inner), std::move(ranges)));
 }
 
 Status RecordStagedShards(const std::string& src, const std::string& dst,

@@ -43,6 +43,8 @@ struct SubsetView {
 bool HasSubsetView(const std::string& dir);
 // The view in DIR; nullopt when DIR has none; kCorruption naming the file when it is malformed.
 Result<std::optional<SubsetView>> LoadSubsetView(const std::string& dir);
+// The same through a given backend: at.path is DIR inside it.
+Result<std::optional<SubsetView>> LoadSubsetView(const StorageRef& at);
 
 // After a copy of the dataset in SRC into DST that staged the shards `staged` (relative names)
 // and every metadata file: makes DST a readable dataset. `staged` a strict subset of SRC's
@@ -52,9 +54,10 @@ Result<std::optional<SubsetView>> LoadSubsetView(const std::string& dir);
 Status RecordStagedShards(const std::string& src, const std::string& dst,
                           std::span<const std::string> staged, std::string_view reason);
 
-// The reader of the dataset at DIR (layout f) through its view. kCorruption when the view names
-// a shard the dataset does not list. Called by OpenLayout.
-Result<std::unique_ptr<LayoutReader>> OpenSubset(const std::string& dir, Format f,
+// The reader of the dataset at at.path (layout f) through its view, every file read through
+// at.storage. kCorruption when the view names a shard the dataset does not list, or one that is
+// missing. Called by OpenLayout.
+Result<std::unique_ptr<LayoutReader>> OpenSubset(const StorageRef& at, Format f,
                                                  const SubsetView& view);
 
 // `files` (the dataset's metadata listing) with only the view's shards, and the view itself

@@ -8,6 +8,7 @@
 
 #include "formats/layout.h"
 #include "formats/layout_options.h"
+#include "formats/subset.h"
 #include "src/storage_decorators.h"
 #include "test_util.h"
 
@@ -203,4 +204,31 @@ TEST_CASE("readers: a damaged dataset is refused as a tree on any backend", "[fo
   auto tree = OpenAnyReader(StorageRef{remote, dir / "tree"});
   REQUIRE(tree.ok());
   CHECK((*tree)->size() == 1);
+}
+
+TEST_CASE("readers: a subset view reads and verifies through its backend", "[formats]") {
+  test::TempDir dir;
+  auto samples = ReaderSamples(30);
+  std::string out = WriteLayout(dir / "native", Format::kNative, samples);
+  auto files = ListDatasetFiles(out);
+  REQUIRE(files.ok());
+  REQUIRE(*files);
+  REQUIRE((*files)->shards.size() > 2);
+  const std::string first = (*files)->shards[0].name;
+  const std::vector<std::string> staged{first};
+  REQUIRE(RecordStagedShards(out, out, staged, "test: the first shard").ok());
+  for (size_t k = 1; k < (*files)->shards.size(); k++) {
+    REQUIRE(std::filesystem::remove(out + "/" + (*files)->shards[k].name));
+  }
+  auto counting = std::make_shared<CountingStorage>(LocalStorage());
+  auto r = OpenLayout(StorageRef{counting, out});
+  REQUIRE(r.ok());
+  CHECK((*r)->size() == (*files)->shards[0].samples);
+  CHECK((*r)->Info()["subset"]["of_shards"] == (*files)->shards.size());
+  counting->Reset();
+  LayoutVerifyReport report;
+  REQUIRE((*r)->Verify(&report, {}).ok());
+  CHECK(report.ok());
+  CHECK(counting->ops()[StorageOp::kStat] >= 1);  // the present files, through the backend
+  CHECK(counting->ops().read_bytes >= (*files)->shards[0].size);
 }
