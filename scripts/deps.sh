@@ -3,7 +3,7 @@
 # Sourced by demo.sh and test.sh; run directly to install: `bash scripts/deps.sh`.
 DSPACK_APT_PACKAGES=(
   build-essential cmake pkg-config
-  liburing-dev libaio-dev liblmdb-dev libarchive-dev libtbb-dev libcli11-dev catch2 libbenchmark-dev
+  libnfs-dev liburing-dev libaio-dev liblmdb-dev libarchive-dev libtbb-dev libcli11-dev catch2 libbenchmark-dev
   libxxhash-dev nlohmann-json3-dev libfmt-dev libzstd-dev zlib1g-dev libfuse3-dev fuse3
   fio rsync tar zip unzip zstd xz-utils bzip2 time util-linux python3 python3-lmdb python3-xxhash
   python3-crcmod  # C CRC-32C for tests/e2e/layout_readers.py (its pure-Python one is ~100x slower)
@@ -16,6 +16,8 @@ DSPACK_APT_PACKAGES=(
   help2man dpkg-dev  # man pages from --help (cmake/install.cmake); cpack's dpkg-shlibdeps
   mmdebstrap  # tests/e2e/install.sh installs the .deb into a clean Debian 12 chroot
   libopenmpi-dev openmpi-bin  # MPI ranks (mpi/, docs/mpi.md); tests/e2e/mpi.sh runs mpirun
+  # the real NFS server of tests/e2e/nfs_fixture.sh (docs/nfs.md) and libnfs's own client tools
+  nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils iproute2
 )
 
 dspack_install_deps() {

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "src/checksum.h"
+#include "src/storage_nfs.h"
 
 namespace ds {
 
@@ -105,6 +106,11 @@ Result<StorageUri> ParseStorageUri(std::string_view uri) {
   std::transform(out.scheme.begin(), out.scheme.end(), out.scheme.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   std::string_view rest = uri.substr(sep + 3);
+  auto question = rest.find('?');
+  if (question != std::string_view::npos && out.scheme != "file") {
+    out.query = std::string(rest.substr(question + 1));
+    rest = rest.substr(0, question);
+  }
   auto slash = rest.find('/');
   out.authority = std::string(rest.substr(0, slash));
   out.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
@@ -129,6 +135,7 @@ Registry& TheRegistry() {
     reg->factories["file"] = [](const StorageUri&) -> Result<std::shared_ptr<Storage>> {
       return LocalStorage();
     };
+    reg->factories["nfs"] = OpenNfsStorage;
     return reg;
   }();
   return *r;

@@ -160,6 +160,8 @@ class Storage {
   virtual ~Storage() = default;
   virtual std::string_view scheme() const = 0;
   virtual StorageCaps caps() const = 0;
+  // How a message names path: the path itself locally, the URL elsewhere ("nfs://srv/x/y").
+  virtual std::string Uri(const std::string& path) const { return path; }
 
   virtual Result<std::unique_ptr<RandomAccessFile>> OpenRead(const std::string& path) = 0;
   // A new file that appears under `path` at Commit(). The parent directory must exist.
@@ -206,6 +208,7 @@ struct StorageUri {
   std::string scheme;
   std::string authority;  // host[:port] for nfs://, the bucket for s3://
   std::string path;       // inside the backend; "/"-separated
+  std::string query;      // after '?', for a scheme other than file: the backend's options
 };
 Result<StorageUri> ParseStorageUri(std::string_view uri);
 

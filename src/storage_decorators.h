@@ -77,6 +77,7 @@ class StorageDecorator : public Storage {
 
   std::string_view scheme() const override { return base_->scheme(); }
   StorageCaps caps() const override { return base_->caps(); }
+  std::string Uri(const std::string& path) const override { return base_->Uri(path); }
   Result<std::unique_ptr<RandomAccessFile>> OpenRead(const std::string& path) override;
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path) override;
   Result<std::unique_ptr<RandomWriteFile>> OpenWrite(const std::string& path,

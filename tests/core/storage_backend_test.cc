@@ -43,6 +43,20 @@ TEST_CASE("ParseStorageUri: plain paths are local, schemes are lower-cased", "[c
   CHECK(n->scheme == "nfs");
   CHECK(n->authority == "server:2049");
   CHECK(n->path == "/export/set");
+  CHECK(n->query.empty());
+  auto q = ds::ParseStorageUri("nfs://srv/export/set?nfsport=2049&mountport=20048");
+  REQUIRE(q.ok());
+  CHECK(q->authority == "srv");
+  CHECK(q->path == "/export/set");
+  CHECK(q->query == "nfsport=2049&mountport=20048");
+  auto bare = ds::ParseStorageUri("nfs://srv?version=3");  // no path: the root
+  REQUIRE(bare.ok());
+  CHECK(bare->authority == "srv");
+  CHECK(bare->path == "/");
+  CHECK(bare->query == "version=3");
+  auto local_q = ds::ParseStorageUri("file:///a?b");  // a local name may hold '?'
+  REQUIRE(local_q.ok());
+  CHECK(local_q->path == "/a?b");
   auto odd = ds::ParseStorageUri("./a://b");  // not a scheme: a local path
   REQUIRE(odd.ok());
   CHECK(odd->scheme == "file");
@@ -57,7 +71,7 @@ TEST_CASE("OpenStorage: an unknown scheme names the URI and the schemes known", 
   CHECK(r.status().code() == Code::kBadInput);
   CHECK_THAT(r.status().message(),
              Catch::StartsWith("gopher://h/x: no storage backend for `gopher://`") &&
-                 Catch::Contains("it knows: file"));
+                 Catch::Contains("it knows: file, nfs"));
   ds::RegisterStorage("gopher",
                       [](const ds::StorageUri& u) -> ds::Result<std::shared_ptr<ds::Storage>> {
                         if (u.authority.empty())
@@ -74,6 +88,24 @@ TEST_CASE("OpenStorage: an unknown scheme names the URI and the schemes known", 
   REQUIRE(local.ok());
   CHECK(local->storage->scheme() == "file");
   CHECK(local->storage->caps().mmap);
+}
+
+TEST_CASE("OpenStorage nfs://: its arguments are checked before any server is asked", "[core]") {
+  auto no_server = ds::OpenStorage("nfs:///export/x");
+  REQUIRE_FALSE(no_server.ok());
+  CHECK(no_server.status().code() == Code::kInvalidArgument);
+  CHECK_THAT(no_server.status().message(), Catch::Contains("nfs://SERVER/EXPORT/PATH"));
+  auto zero = ds::OpenStorage("nfs://h/export/x?connections=0");
+  REQUIRE_FALSE(zero.ok());
+  CHECK(zero.status().message() ==
+        "nfs://h/export/x?connections=0: connections=0: give a whole number from 1 to 64");
+  auto slow = ds::OpenStorage("nfs://h/export/x?timeout=soon");
+  REQUIRE_FALSE(slow.ok());
+  CHECK(slow.status().code() == Code::kInvalidArgument);
+  auto v4 = ds::OpenStorage("nfs://h/export/x?version=4");
+  REQUIRE_FALSE(v4.ok());
+  CHECK(v4.status().code() == Code::kUnsupported);
+  CHECK_THAT(v4.status().message(), Catch::Contains("use version=3"));
 }
 
 TEST_CASE("LocalStorage: create, commit, read, list, stat, rename, remove", "[core]") {
