@@ -112,7 +112,7 @@ std::string LayoutReader::InfoLines(const nlohmann::json& j) const {
 }
 
 Result<DatasetFiles> LayoutReader::Files() const {
-  DS_ASSIGN_OR_RETURN(auto files, ListDatasetFiles(path_));
+  DS_ASSIGN_OR_RETURN(auto files, ListDatasetFiles(StorageRef{storage_, path_}));
   return files ? std::move(*files) : DatasetFiles{};
 }
 

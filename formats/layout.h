@@ -320,6 +320,7 @@ class LayoutReader {
 // index or shard is dssync's to find, by hash); nullopt for a directory without dspack metadata
 // (foreign shards, a plain tree). kCorruption when the metadata is unreadable.
 Result<std::optional<DatasetFiles>> ListDatasetFiles(const std::string& dir);
+Result<std::optional<DatasetFiles>> ListDatasetFiles(const StorageRef& at);
 // Whether a file name is one of the layouts' metadata files (commit points, index, classes,
 // sidecars *.idx and *.lst) rather than data.
 bool IsLayoutMetadataName(std::string_view name);

@@ -114,7 +114,7 @@ Status CheckNotDamagedDataset(Storage& storage, const std::string& dir) {
       Code::kCorruption,
       fmt::format("{}: holds native dataset files ({}) but no {}: a damaged or "
                   "unfinished dataset; finish the convert that made it (resume it), or restore {}",
-                  dir, found, native::kManifestName, native::kManifestName));
+                  storage.Uri(dir), found, native::kManifestName, native::kManifestName));
 }
 
 bool IsCommitPointName(std::string_view name) {
@@ -176,13 +176,14 @@ namespace {
 // Why `path`, which no layout detects, is not a dataset: it is not there, it is not a directory
 // (nor a file layout), or it is a directory no layout wrote.
 Status NotADataset(Storage& storage, const std::string& path) {
+  const std::string shown = storage.Uri(path);
   auto st = storage.Stat(path, true);
   if (!st.ok()) {
     if (st.status().err() != ENOENT) {
-      return Status::FromErrno(st.status().err(), path, Code::kBadInput);
+      return Status::FromErrno(st.status().err(), shown, Code::kBadInput);
     }
     return Status(Code::kNotFound,
-                  path +
+                  shown +
                       ": no such file or directory; give the dataset directory `dspack "
                       "convert` wrote",
                   ENOENT);
@@ -191,13 +192,15 @@ Status NotADataset(Storage& storage, const std::string& path) {
     return Status(Code::kBadInput,
                   fmt::format("{}: not a directory; a dataset is the directory `dspack convert` "
                               "wrote (give a .zip or .tar to `dspack convert` to pack it)",
-                              path));
+                              shown));
   }
   DS_RETURN_IF_ERROR(CheckNotDamagedDataset(storage, path));
+  // A directory whose entries cannot be read (permission denied): that, not "not a dataset".
+  if (auto listed = storage.List(path); !listed.ok()) return listed.status();
   return Status(Code::kBadInput,
                 fmt::format("{}: not a dataset dspack reads (native, lmdb, wds, tfrecord or "
                             "recordio); convert it to one first",
-                            path));
+                            shown));
 }
 
 }  // namespace
@@ -237,7 +240,7 @@ Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const StorageRef& at) {
   const std::string& path = at.path;
   if (DetectAt(*at.storage, path)) return OpenLayout(at);
   auto st = at.storage->Stat(path, true);
-  if (!st.ok()) return Status::FromErrno(st.status().err(), path, Code::kBadInput);
+  if (!st.ok()) return Status::FromErrno(st.status().err(), at.storage->Uri(path), Code::kBadInput);
   if (st->type == FileType::kRegular && LooksLikeZip(*at.storage, path)) return OpenZipReader(at);
   if (st->type == FileType::kDirectory) {
     DS_RETURN_IF_ERROR(CheckNotDamagedDataset(*at.storage, path));  // never read as a plain tree
@@ -246,7 +249,7 @@ Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const StorageRef& at) {
   return Status(Code::kBadInput,
                 fmt::format("{}: not a dataset, a .zip or a directory tree; convert other "
                             "archives first (dspack convert {} OUT)",
-                            path, path));
+                            at.storage->Uri(path), at.storage->Uri(path)));
 }
 
 Result<std::unique_ptr<LayoutWriter>> CreateLayoutWriter(const std::string& out,
@@ -256,11 +259,16 @@ Result<std::unique_ptr<LayoutWriter>> CreateLayoutWriter(const std::string& out,
 }
 
 Result<std::optional<DatasetFiles>> ListDatasetFiles(const std::string& dir) {
-  auto f = DetectLayout(dir);
+  DS_ASSIGN_OR_RETURN(StorageRef at, OpenStorage(dir));
+  return ListDatasetFiles(at);
+}
+
+Result<std::optional<DatasetFiles>> ListDatasetFiles(const StorageRef& at) {
+  auto f = DetectAt(*at.storage, at.path);
   if (!f) return std::optional<DatasetFiles>();
-  DS_ASSIGN_OR_RETURN(auto files, LayoutFor(*f).files(dir));
+  DS_ASSIGN_OR_RETURN(auto files, LayoutFor(*f).files(at));
   if (!files) return files;
-  DS_ASSIGN_OR_RETURN(auto view, LoadSubsetView(dir));
+  DS_ASSIGN_OR_RETURN(auto view, LoadSubsetView(at));
   if (view) return std::optional<DatasetFiles>(FilterToView(std::move(*files), *view));
   return files;
 }
@@ -310,7 +318,7 @@ Status VerifyLayout(const std::string& path, LayoutVerifyReport* report,
   }
   // Otherwise, without a commit point the native verify names what is missing.
   Format f = detected.value_or(Format::kNative);
-  if (LayoutFor(f).verify) return LayoutFor(f).verify(path, report, progress);
+  if (LayoutFor(f).verify) return LayoutFor(f).verify(at, report, progress);
   return VerifyByReader(OpenLayout(path), report, progress);
 }
 

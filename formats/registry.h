@@ -38,10 +38,10 @@ struct LayoutEntry {
   Result<std::unique_ptr<LayoutWriter>> (*create)(const std::string& out,
                                                   const WriterOptions& options);
   // The dataset's files from its metadata alone; nullopt when the directory has none.
-  Result<std::optional<DatasetFiles>> (*files)(const std::string& dir);
+  Result<std::optional<DatasetFiles>> (*files)(const StorageRef& at);
   // Verify without a reader (a dataset too damaged to open still gets every check it can);
   // null: open, then LayoutReader::Verify.
-  Status (*verify)(const std::string& path, LayoutVerifyReport* report,
+  Status (*verify)(const StorageRef& at, LayoutVerifyReport* report,
                    const LayoutProgress& progress);
   // A file this layout writes into its directory (its .tmp forms too): what replacing may remove.
   bool (*owns)(std::string_view name);

@@ -30,9 +30,9 @@ Status Malformed(const std::string& dir, std::string_view what) {
 }
 
 // The dataset's own listing (its metadata, without the view), required for a view.
-Result<DatasetFiles> FullListing(const std::string& dir, Format f) {
-  DS_ASSIGN_OR_RETURN(auto files, LayoutFor(f).files(dir));
-  if (!files) return Malformed(dir, "a subset view, but the directory has no dataset metadata");
+Result<DatasetFiles> FullListing(const StorageRef& at, Format f) {
+  DS_ASSIGN_OR_RETURN(auto files, LayoutFor(f).files(at));
+  if (!files) return Malformed(at.path, "a subset view, but the directory has no dataset metadata");
   return std::move(*files);
 }
 
@@ -234,7 +234,7 @@ DatasetFiles FilterToView(DatasetFiles files, const SubsetView& view) {
 Result<std::unique_ptr<LayoutReader>> OpenSubset(const StorageRef& at, Format f,
                                                  const SubsetView& view) {
   const std::string& dir = at.path;
-  DS_ASSIGN_OR_RETURN(DatasetFiles listing, FullListing(dir, f));
+  DS_ASSIGN_OR_RETURN(DatasetFiles listing, FullListing(at, f));
   std::set<std::string> present;
   for (const auto& name : view.shards) {
     auto it = std::find_if(listing.shards.begin(), listing.shards.end(),

@@ -123,11 +123,11 @@ Result<OutDirState> PrepareInteropDir(Storage& storage, const std::string& out, 
   return PrepareOutputDir(storage, out, spec, options.existing, options.replace_in_place);
 }
 
-Result<std::optional<DatasetFiles>> ListInteropFiles(const std::string& dir) {
-  if (::access((dir + "/" + kLayoutMetaName).c_str(), F_OK) != 0) {
+Result<std::optional<DatasetFiles>> ListInteropFiles(const StorageRef& at) {
+  if (!at.storage->Stat(at.path + "/" + kLayoutMetaName, true).ok()) {
     return std::optional<DatasetFiles>();
   }
-  DS_ASSIGN_OR_RETURN(LayoutMeta m, LayoutMeta::Load(dir));
+  DS_ASSIGN_OR_RETURN(LayoutMeta m, LayoutMeta::Load(at.path, *at.storage));
   DatasetFiles files;
   files.commit_point = kLayoutMetaName;
   for (const auto& f : m.shards) {

@@ -53,7 +53,7 @@ Result<OutDirState> PrepareInteropDir(Storage& storage, const std::string& out, 
                                       const CommonWriterOptions& options);
 
 // The files DIR/dspack.json lists (ListDatasetFiles for the interop layouts); nullopt without it.
-Result<std::optional<DatasetFiles>> ListInteropFiles(const std::string& dir);
+Result<std::optional<DatasetFiles>> ListInteropFiles(const StorageRef& at);
 
 // Lists DIR/NAME (written by this writer) in meta->files with its size and XXH3.
 void ListMetaFile(LayoutMeta* meta, const std::string& name, std::string_view content);

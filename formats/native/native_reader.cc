@@ -82,7 +82,7 @@ class NativeReader : public LayoutReader {
     return s;
   }
   Result<DatasetFiles> Files() const override {
-    DS_ASSIGN_OR_RETURN(auto files, ListFiles(path_));
+    DS_ASSIGN_OR_RETURN(auto files, ListFiles(StorageRef{storage_, path_}));
     return files ? std::move(*files) : DatasetFiles{};
   }
   Result<std::vector<uint64_t>> SampleSizes() const override {
@@ -103,7 +103,7 @@ class NativeReader : public LayoutReader {
     return ds_->StreamPayload(i, h, fn);
   }
   Status Verify(LayoutVerifyReport* r, const LayoutProgress& progress) const override {
-    return native::Verify(path_, r, progress);
+    return native::Verify(StorageRef{storage_, path_}, r, progress);
   }
 
  protected:
@@ -148,11 +148,11 @@ Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
   return std::unique_ptr<LayoutWriter>(std::move(w));
 }
 
-Result<std::optional<DatasetFiles>> ListFiles(const std::string& dir) {
-  if (!LocalStorage()->Stat(dir + "/" + kManifestName, true).ok()) {
+Result<std::optional<DatasetFiles>> ListFiles(const StorageRef& at) {
+  if (!at.storage->Stat(at.path + "/" + kManifestName, true).ok()) {
     return std::optional<DatasetFiles>();
   }
-  DS_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(dir));
+  DS_ASSIGN_OR_RETURN(Manifest m, Manifest::Load(*at.storage, at.path));
   DatasetFiles files;
   files.commit_point = kManifestName;
   for (const auto& s : m.shards) files.shards.push_back(FromMeta(s));
@@ -165,8 +165,8 @@ Result<std::optional<DatasetFiles>> ListFiles(const std::string& dir) {
   return std::optional<DatasetFiles>(std::move(files));
 }
 
-Status Verify(const std::string& dir, LayoutVerifyReport* r, const LayoutProgress& progress) {
-  return VerifyDataset(dir, r, progress);
+Status Verify(const StorageRef& at, LayoutVerifyReport* r, const LayoutProgress& progress) {
+  return VerifyDataset(at, r, progress);
 }
 
 }  // namespace ds::native

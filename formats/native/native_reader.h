@@ -19,9 +19,9 @@ Result<std::unique_ptr<LayoutReader>> OpenReader(const StorageRef& at,
                                                  const std::set<std::string>* present = nullptr);
 Result<std::unique_ptr<LayoutWriter>> CreateWriter(const std::string& out,
                                                    const WriterOptions& options);
-// nullopt when dir holds no manifest.
-Result<std::optional<DatasetFiles>> ListFiles(const std::string& dir);
-Status Verify(const std::string& dir, LayoutVerifyReport* report, const LayoutProgress& progress);
+// nullopt when at.path holds no manifest.
+Result<std::optional<DatasetFiles>> ListFiles(const StorageRef& at);
+Status Verify(const StorageRef& at, LayoutVerifyReport* report, const LayoutProgress& progress);
 // Files a native dataset directory may hold, their .tmp forms included (what replacing it may
 // remove).
 bool IsDatasetFile(std::string_view name);

@@ -40,9 +40,9 @@ uint64_t PairMix(uint64_t hash, uint64_t sample) {
 
 class ShardChecker {
  public:
-  ShardChecker(const std::string& dir, const Manifest& m, const GlobalIndex* gi, VerifyReport* r,
+  ShardChecker(const StorageRef& at, const Manifest& m, const GlobalIndex* gi, VerifyReport* r,
                const VerifyProgress& progress)
-      : dir_(dir), m_(m), gi_(gi), r_(r), progress_(progress) {}
+      : dir_(at.path), m_(m), gi_(gi), r_(r), progress_(progress), storage_(*at.storage) {}
 
   void Check(uint32_t shard_no, uint64_t* key_digest) {
     const FileMeta& meta = m_.shards[shard_no];
@@ -168,7 +168,7 @@ class ShardChecker {
     if (start > size_ || !ZerosAt(kShardHeaderSize, start - kShardHeaderSize)) {
       Problem(kShardHeaderSize, "", "header padding is not zero");
     }
-    auto reader = ShardReader::Open(dir_ + "/" + meta.name, name_);
+    auto reader = ShardReader::Open(storage_, dir_ + "/" + meta.name, name_);
     if (reader.ok()) {
       const auto& index = reader->index();
       if (index.size() != meta.samples) {
@@ -223,13 +223,14 @@ class ShardChecker {
   VerifyReport* r_;
   const VerifyProgress& progress_;
   std::string name_;
-  Storage& storage_ = *LocalStorage();
+  Storage& storage_;
   std::unique_ptr<RandomAccessFile> file_;
   uint64_t size_ = 0;
 };
 
-void CheckWholeFileHash(const std::string& path, const FileMeta& meta, VerifyReport* r) {
-  auto data = ReadWholeFile(path);
+void CheckWholeFileHash(Storage& storage, const std::string& path, const FileMeta& meta,
+                        VerifyReport* r) {
+  auto data = ReadAll(storage, path);
   if (!data.ok()) {
     r->problems.push_back(meta.name + ": " + data.status().message());
     return;
@@ -244,9 +245,11 @@ void CheckWholeFileHash(const std::string& path, const FileMeta& meta, VerifyRep
 
 }  // namespace
 
-Status VerifyDataset(const std::string& dir, VerifyReport* report, const VerifyProgress& progress) {
-  auto loaded = Manifest::Load(dir);
-  auto st = LocalStorage()->Stat(dir, true);
+Status VerifyDataset(const StorageRef& at, VerifyReport* report, const VerifyProgress& progress) {
+  Storage& storage = *at.storage;
+  const std::string& dir = at.path;
+  auto loaded = Manifest::Load(storage, dir);
+  auto st = storage.Stat(dir, true);
   if (!loaded.ok() && loaded.status().code() == Code::kNotFound && st.ok() &&
       st->type == FileType::kDirectory) {
     // The directory is there but its commit point is not: a damaged or unfinished dataset is
@@ -256,9 +259,9 @@ Status VerifyDataset(const std::string& dir, VerifyReport* report, const VerifyP
   }
   DS_ASSIGN_OR_RETURN(Manifest m, std::move(loaded));
   std::string index_path = dir + "/" + m.index.name;
-  CheckWholeFileHash(index_path, m.index, report);
+  CheckWholeFileHash(storage, index_path, m.index, report);
   std::optional<GlobalIndex> gi;
-  auto opened = GlobalIndex::Open(*LocalStorage(), index_path);
+  auto opened = GlobalIndex::Open(storage, index_path);
   if (opened.ok()) {
     gi = std::move(opened).value();
     if (!gi->TrailerHashMatches()) {
@@ -272,7 +275,7 @@ Status VerifyDataset(const std::string& dir, VerifyReport* report, const VerifyP
     report->problems.push_back(opened.status().message());
   }
   uint64_t shard_digest = 0;
-  ShardChecker checker(dir, m, gi ? &*gi : nullptr, report, progress);
+  ShardChecker checker(at, m, gi ? &*gi : nullptr, report, progress);
   for (uint32_t s = 0; s < m.shards.size(); s++) checker.Check(s, &shard_digest);
   if (gi) {
     uint64_t table_digest = 0;
@@ -292,9 +295,9 @@ Status VerifyDataset(const std::string& dir, VerifyReport* report, const VerifyP
   }
   if (!m.label_field.empty()) {
     FileMeta classes{kClassesName, 0, 0, 0, m.classes_xxh3};
-    auto text = ReadWholeFile(dir + "/" + kClassesName);
+    auto text = ReadAll(storage, dir + "/" + kClassesName);
     classes.size = text.ok() ? text->size() : 0;
-    CheckWholeFileHash(dir + "/" + kClassesName, classes, report);
+    CheckWholeFileHash(storage, dir + "/" + kClassesName, classes, report);
   }
   return Status::Ok();
 }

@@ -26,9 +26,15 @@ namespace ds::native {
 using VerifyReport = LayoutVerifyReport;
 using VerifyProgress = LayoutProgress;
 
-// Returns non-OK only when verification cannot run (no manifest, unreadable directory);
-// corruption is reported in report->problems.
-Status VerifyDataset(const std::string& dir, VerifyReport* report,
+// Verifies the dataset at at.path, every file read through at.storage. Returns non-OK only when
+// verification cannot run (no manifest, unreadable directory); corruption is reported in
+// report->problems.
+Status VerifyDataset(const StorageRef& at, VerifyReport* report,
                      const VerifyProgress& progress = nullptr);
+// The same for a local directory.
+inline Status VerifyDataset(const std::string& dir, VerifyReport* report,
+                            const VerifyProgress& progress = nullptr) {
+  return VerifyDataset(StorageRef{LocalStorage(), dir}, report, progress);
+}
 
 }  // namespace ds::native
