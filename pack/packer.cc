@@ -51,10 +51,20 @@ json ConvertReport::ToJson() const {
 
 namespace internal {
 
+Status Packer::ResolveSrc() {
+  if (o_.src_storage) {
+    src_ = StorageRef{o_.src_storage, o_.src};
+    return Status::Ok();
+  }
+  DS_ASSIGN_OR_RETURN(src_, OpenStorage(o_.src));
+  return Status::Ok();
+}
+
 Status Packer::Run() {
   auto t0 = Clock::now();
+  DS_RETURN_IF_ERROR(ResolveSrc());
   if (o_.job && o_.job->size() > 1) return RunPartitioned(t0);
-  auto st = SrcStorage()->Stat(o_.src, /*follow=*/true);
+  auto st = src_.storage->Stat(src_.path, /*follow=*/true);
   if (!st.ok()) return Status::FromErrno(st.status().err(), o_.src, Code::kBadInput);
   bool is_archive = st->type == FileType::kRegular && LooksLikeArchive(o_.src);
   std::optional<Format> layout = is_archive ? std::nullopt : DetectLayout(o_.src);
@@ -96,7 +106,7 @@ Status Packer::Run() {
     ao.raw_names = o_.raw_names;
     ao.spool_dir = o_.out;
     ao.inline_limit = kInlineLimit;
-    DS_ASSIGN_OR_RETURN(auto src, ArchiveSource::Open(SrcStorage(), o_.src, ao, on_scan_error));
+    DS_ASSIGN_OR_RETURN(auto src, ArchiveSource::Open(src_.storage, src_.path, ao, on_scan_error));
     for (const auto& [path, why] : src->ignored()) {
       scan_skips.emplace_back(path, Status(Code::kBadInput, why));
     }
@@ -110,7 +120,7 @@ Status Packer::Run() {
     DS_ASSIGN_OR_RETURN(auto reader, OpenLayout(o_.src));
     DS_ASSIGN_OR_RETURN(source_, LayoutSource::Open(std::move(reader), {o_.include, o_.exclude}));
   } else {
-    DS_ASSIGN_OR_RETURN(source_, DirSource::Open(SrcStorage(), o_.src, {o_.include, o_.exclude},
+    DS_ASSIGN_OR_RETURN(source_, DirSource::Open(src_.storage, src_.path, {o_.include, o_.exclude},
                                                  on_scan_error, kInlineLimit));
   }
   const FileTree& tree = source_->tree();

@@ -46,8 +46,8 @@ struct ConvertOptions {
   // The backend OUT is written through (src/storage.h); null: OpenStorage(out). A test hands a
   // FaultStorage here to fail the writer's operations (ENOSPC, a crash).
   std::shared_ptr<Storage> out_storage;
-  // The backend a directory-tree SRC is walked and read through; null: the local backend. (An
-  // archive or a dataset as SRC is read locally.)
+  // The backend SRC is walked and read through, src then being the path inside it; null:
+  // OpenStorage(src) (a plain path is local, nfs://... remote).
   std::shared_ptr<Storage> src_storage;
   Format format = Format::kNative;  // layout of OUT (docs/formats/)
   // The layout's knobs as the user gave them (shard size, alignment, LMDB layout, DALI index):

@@ -85,9 +85,10 @@ class Packer {
   // OUT inside SRC would pack the dataset into itself.
   Status CheckOutsideSource() const;
 
-  std::shared_ptr<Storage> SrcStorage() const {
-    return o_.src_storage ? o_.src_storage : LocalStorage();
-  }
+  // SRC's backend and the path inside it: src_storage and src as given, or OpenStorage(src)
+  // (a plain path, nfs://...). Set once by Run / RunPartitioned before anything reads SRC.
+  Status ResolveSrc();
+  const StorageRef& Src() const { return src_; }
 
   json CreationOptions() const;
   // What every layout's writer takes from ConvertOptions (existing, OUT's storage).
@@ -132,6 +133,7 @@ class Packer {
   std::vector<uint64_t> planned_sizes_;
 
   const ConvertOptions& o_;
+  StorageRef src_;
   ConvertReport* r_;
   WriterOptions wopt_;
   std::unique_ptr<LayoutWriter> writer_;

@@ -17,7 +17,7 @@
 namespace ds::internal {
 
 Status Packer::PartCheck() const {
-  auto st = SrcStorage()->Stat(o_.src, /*follow=*/true);
+  auto st = src_.storage->Stat(src_.path, /*follow=*/true);
   if (!st.ok()) return Status::FromErrno(st.status().err(), o_.src, Code::kBadInput);
   if (st->type != FileType::kDirectory || DetectLayout(o_.src)) {
     return Status(Code::kInvalidArgument,
@@ -64,7 +64,7 @@ Status Packer::PartCreateWriter() {
 Status Packer::PartScan() {
   DS_RETURN_IF_ERROR(CheckOutsideSource());
   auto on_scan_error = [&](std::string_view, const Status& s) { return s.Prefixed(o_.src); };
-  DS_ASSIGN_OR_RETURN(source_, DirSource::Open(SrcStorage(), o_.src, {o_.include, o_.exclude},
+  DS_ASSIGN_OR_RETURN(source_, DirSource::Open(src_.storage, src_.path, {o_.include, o_.exclude},
                                                on_scan_error, kInlineLimit));
   return Status::Ok();
 }

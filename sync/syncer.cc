@@ -205,14 +205,21 @@ Status SwitchCurrent(const std::string& dst, const std::string& version) {
 Result<SyncReport> Sync(const SyncOptions& options) {
   auto t0 = std::chrono::steady_clock::now();
   SyncOptions o = options;
-  if (!o.src_storage) o.src_storage = LocalStorage();
+  // SRC's backend and the path inside it: src_storage and src as given, or OpenStorage(src) (a
+  // plain path, nfs://...). o.src stays what the user named: the metadata and reports use it.
+  std::string src_path = o.src;
+  if (!o.src_storage) {
+    DS_ASSIGN_OR_RETURN(StorageRef at, OpenStorage(o.src));
+    o.src_storage = at.storage;
+    src_path = at.path;
+  }
   if (!o.dst_storage) o.dst_storage = LocalStorage();
   SyncReport r;
   DS_RETURN_IF_ERROR(ValidateChunkSize(o.chunk_size));
   if (o.threads < 1) {
     return Status(Code::kInvalidArgument, fmt::format("threads {}: must be at least 1", o.threads));
   }
-  DS_RETURN_IF_ERROR(CheckDisjoint(o.src, o.dst));
+  if (o.src_storage->scheme() == "file") DS_RETURN_IF_ERROR(CheckDisjoint(src_path, o.dst));
   const std::string& v = o.version_name;
   if (!v.empty() && (v.find('/') != std::string::npos || v == "." || v == ".." ||
                      v == kCurrentName || v.rfind(".dssync-", 0) == 0)) {
@@ -224,8 +231,8 @@ Result<SyncReport> Sync(const SyncOptions& options) {
     DS_ASSIGN_OR_RETURN(r.rank,
                         ResolveRank(o.rank, o.world, [](const char* n) { return std::getenv(n); }));
   }
-  DS_ASSIGN_OR_RETURN(Plan plan,
-                      BuildPlan(o.src, PlanOptions{o.follow_symlinks, o.threads, o.src_storage}));
+  DS_ASSIGN_OR_RETURN(
+      Plan plan, BuildPlan(src_path, PlanOptions{o.follow_symlinks, o.threads, o.src_storage}));
   r.manifest = plan.manifest;
   r.errors = plan.errors;
   if (o.warn) {

@@ -12,7 +12,6 @@
 
 #include "bench/common/latency_report.h"
 #include "bench/replay/replay_source.h"
-#include "src/stop.h"
 #include "bench/replay/torch_loader.h"
 #include "formats/shard_assignment.h"
 #include "src/human.h"
@@ -20,6 +19,7 @@
 #include "src/page_cache.h"
 #include "src/progress.h"
 #include "src/random.h"
+#include "src/stop.h"
 
 namespace ds::bench {
 
@@ -102,6 +102,18 @@ void DescribeDataset(const ReplaySource& src, double compute_time, ReplayResult*
 // o->dataset itself). Falls back from drop_caches to fadvise with a note when not root.
 Status MakeCold(ReplayOptions* o, const std::string& path, ReplaySource* src, ReplayResult* res) {
   src->Close();
+  if (!src->page_cache()) {
+    // A remote backend: this machine caches none of it. Dropping this machine's caches still
+    // makes a server that runs here (a test's) read from its disk.
+    static constexpr std::string_view kNote =
+        "the dataset's storage has no page cache on this machine: every epoch reads from the "
+        "server (cold here by construction)";
+    if (std::find(res->notes.begin(), res->notes.end(), kNote) == res->notes.end()) {
+      res->notes.emplace_back(kNote);
+    }
+    if (o->drop_caches) DropAllCaches();
+    return src->Reopen();
+  }
   if (o->drop_caches && !DropAllCaches()) {
     o->drop_caches = false;
     res->notes.push_back(

@@ -87,6 +87,7 @@ Status ReplaySource::Evict(const std::vector<std::string>& files, bool progress)
 }
 
 Result<double> ReplaySource::Residency() const {
+  if (!page_cache()) return 0.0;  // nothing of it is cached here
   std::atomic<uint64_t> pages{0}, resident{0};
   Storage& storage = *counting_;  // cache queries pass uncounted
   DS_RETURN_IF_ERROR(ForEachFile(files_, [&](const std::string& f) -> Status {

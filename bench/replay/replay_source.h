@@ -68,6 +68,9 @@ class ReplaySource {
   Result<std::vector<ShardRange>> ShardRanges() const;
   // Fraction of the dataset's pages in the page cache (mincore on a mapping of each file).
   Result<double> Residency() const;
+  // Whether the dataset's backend has a page cache on this machine (src/storage.h caps): a
+  // remote one (nfs://) has none, so every read goes to the server and residency is 0.
+  bool page_cache() const { return counting_->caps().page_cache; }
 
  private:
   std::string path_;  // inside counting_
