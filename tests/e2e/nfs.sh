@@ -1,0 +1,149 @@
+#!/usr/bin/env bash
+# nfs:// end to end, against a real NFS server (nfs-ganesha in a network namespace of its own,
+# tests/e2e/nfs_fixture.sh) through libnfs: convert from and to an export, verify/info/ls/cat
+# on it, dssync from it, dsbench replay of it; and the bad inputs: an unreachable server, a
+# wrong export, a permission denied (each one line naming the URL, exit 2, within the timeout),
+# the server killed under a convert (nothing under a final name) and under a dssync (resumed
+# after the restart, byte-identical). docs/nfs.md.
+source "$(dirname "$0")/lib.sh"
+: "${DSSYNC:?set DSSYNC}" "${DSBENCH:?set DSBENCH}"
+source "$(dirname "$0")/nfs_fixture.sh"
+trap 'nfs_stop; cleanup' EXIT
+nfs_start
+N=${DSPACK_E2E_SAMPLES:-2000}
+[ "$N" -gt 1000 ] && N=1000
+E=$NFS_EXPORT_DIR
+U=$NFS_URL
+
+"$DSPACK" synth imagenet-like "$E/tree" --samples "$N" --seed 5 -q
+"$DSPACK" convert "$E/tree" local-ds --shard-size 1MiB --label-from-dir -q
+
+# --- convert from an export: the same dataset as from the local path
+expect_exit 0 nfs_client "$DSPACK" convert "$U/tree" from-nfs --shard-size 1MiB --label-from-dir -q
+for f in local-ds/shard-*; do cmp "$f" "from-nfs/${f#local-ds/}" || fail "$f differs when read over NFS"; done
+cmp local-ds/index.dsi from-nfs/index.dsi || fail "index differs when read over NFS"
+"$DSPACK" verify from-nfs -q
+pass "convert nfs://…/tree gives the shards of a local convert, byte for byte"
+
+# --- convert to an export, then read it back through every reading command
+expect_exit 0 nfs_client "$DSPACK" convert local-ds "$U/ds" --shard-size 1MiB -q
+"$DSPACK" convert local-ds local-copy --shard-size 1MiB -q
+[ "$(ls local-copy | grep -c '^shard-')" -gt 3 ] || fail "too few shards to test: $(ls local-copy)"
+for f in local-copy/shard-* local-copy/index.dsi; do
+  cmp "$f" "$E/ds/${f#local-copy/}" || fail "$f differs when written over NFS"
+done
+ls "$E" | grep -q '\.tmp$' && fail "temp names left in the export: $(ls "$E")"
+expect_exit 0 nfs_client "$DSPACK" verify "$U/ds"
+expect_exit 0 nfs_client "$DSPACK" info "$U/ds"
+grep -q "$N" "$WORK/last.out" || fail "info lacks the sample count: $(cat "$WORK/last.out")"
+nfs_client "$DSPACK" ls "$U/ds" >ls-nfs.txt
+"$DSPACK" ls local-copy >ls-local.txt
+cmp ls-nfs.txt ls-local.txt || fail "ls over NFS differs from ls of the local copy"
+key=$(sed -n 7p ls-local.txt | awk '{print $1}')
+nfs_client "$DSPACK" cat "$U/ds" "$key" --field JPEG >cat-nfs.bin
+"$DSPACK" cat local-copy "$key" --field JPEG >cat-local.bin
+[ -s cat-local.bin ] || fail "cat gave nothing"
+cmp cat-nfs.bin cat-local.bin || fail "cat $key over NFS differs"
+pass "convert to nfs://…/ds; verify, info, ls and cat read it over NFS"
+
+# --- a damaged shard on the server is found over NFS, named
+cp "$E/ds/shard-000001.dsr" saved.dsr
+printf 'X' | dd of="$E/ds/shard-000001.dsr" bs=1 seek=300 conv=notrunc status=none
+expect_exit 1 nfs_client "$DSPACK" verify "$U/ds"
+grep -q 'shard-000001.dsr: offset' "$WORK/last.out" || { cat "$WORK/last.out"; fail "the damage is not named"; }
+cp saved.dsr "$E/ds/shard-000001.dsr"
+pass "a flipped byte in a shard on the server is corruption, named"
+
+# --- dssync from the export; a second run copies nothing
+expect_exit 0 nfs_client "$DSSYNC" "$U/ds" staged -q
+for f in "$E"/ds/*; do cmp "$f" "staged/${f#"$E"/ds/}" || fail "dssync: $f differs"; done
+"$DSPACK" verify staged -q
+pass "dssync nfs://…/ds stages a verified, identical copy"
+
+# --- dsbench replay reads the dataset over NFS
+# (exit 1 is the STARVES verdict, 0 FEEDS: either is a result here)
+nfs_client "$DSBENCH" replay "$U/ds" --epochs 1 --cache warm --output-format json >replay.json ||
+  [ $? -eq 1 ] || fail "dsbench replay over NFS failed"
+$PY - replay.json "$N" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))["replay"]
+assert r["layout"] == "native" and r["dataset_samples"] == int(sys.argv[2]), r
+assert all(e["samples"] == int(sys.argv[2]) and e["bytes"] > 0 for e in r["epochs"]), r["epochs"]
+EOF
+pass "dsbench replay nfs://…/ds reads every sample"
+
+# --- bad input: one line naming the URL, exit 2, within the timeout
+bad=10.213.255.254  # inside 10.213/16, on no namespace's link: nobody answers
+start=$(date +%s)
+expect_exit 2 nfs_client "$DSPACK" verify "nfs://$bad/export/ds?timeout=3"
+[ $(( $(date +%s) - start )) -le 12 ] || fail "an unreachable server took $(( $(date +%s) - start )) s"
+expect_err "nfs://$bad/export/ds"
+[ "$(wc -l <"$WORK/last.err")" -eq 1 ] || { cat "$WORK/last.err"; fail "not one line"; }
+expect_exit 2 nfs_client "$DSPACK" verify "nfs://$NFS_ADDR/wrong/ds"
+expect_err "nfs://$NFS_ADDR/wrong/ds"
+expect_err "showmount -e $NFS_ADDR"
+[ "$(wc -l <"$WORK/last.err")" -eq 1 ] || { cat "$WORK/last.err"; fail "not one line"; }
+cp -r local-ds "$NFS_DIR/squashed/ds"
+chmod 700 "$NFS_DIR/squashed/ds"  # root's; /squashed maps every client to nobody
+for cmd in verify ls; do
+  expect_exit 2 nfs_client "$DSPACK" $cmd "nfs://$NFS_ADDR/squashed/ds"
+  expect_err "nfs://$NFS_ADDR/squashed/ds"
+  expect_err "Permission denied"
+  [ "$(wc -l <"$WORK/last.err")" -eq 1 ] || { cat "$WORK/last.err"; fail "not one line"; }
+done
+expect_exit 2 nfs_client "$DSPACK" verify "$U/ds?version=4"
+expect_err "version=3"
+pass "unreachable server, wrong export, permission denied, NFSv4: one line each, named"
+
+# --- the server dies under a convert writing to it: nothing under a final name. The convert is
+# paused once its first shards are on the server, the server is killed, the convert resumed.
+rm -rf "$E/ds2"
+nfs_client "$DSPACK" convert local-ds "$U/ds2?timeout=2" --shard-size 1MiB --threads 1 -q >conv.out 2>conv.err &
+conv=$!
+for _ in $(seq 400); do
+  [ "$(find "$E" -path "$E/ds2*" -name 'shard-*' 2>/dev/null | wc -l)" -ge 2 ] && break
+  sleep 0.01
+done
+pkill -STOP -f "convert local-ds $U/ds2" || true
+nfs_server_down
+pkill -CONT -f "convert local-ds $U/ds2" || true
+set +e; wait $conv; rc=$?; set -e
+[ "$rc" -eq 2 ] || { cat conv.err; fail "convert with the server killed under it: exit $rc, want 2"; }
+[ "$(wc -l <conv.err)" -eq 1 ] || { cat conv.err; fail "not one line"; }
+grep -qF "$U/ds2" conv.err || { cat conv.err; fail "the error does not name the URL"; }
+# The commit points are not there: no reader takes the directory for a dataset. (Native shards
+# are renamed to their names as each one is whole; with the server gone nothing could remove
+# them, so they stay until a --resume or --force.)
+for f in manifest.json index.dsi dspack.json; do
+  [ ! -e "$E/ds2/$f" ] || fail "$f left in ds2 after the server was killed"
+done
+nfs_server_up
+expect_exit 1 nfs_client "$DSPACK" verify "$U/ds2"
+grep -qF "$U/ds2: holds native dataset files" "$WORK/last.out" || { cat "$WORK/last.out"; fail "verify does not say why"; }
+# --resume over the restarted server finishes it, byte for byte what a local convert gives.
+expect_exit 0 nfs_client "$DSPACK" convert local-ds "$U/ds2" --shard-size 1MiB --resume -q
+for f in local-copy/shard-* local-copy/index.dsi; do
+  cmp "$f" "$E/ds2/${f#local-copy/}" || fail "$f differs after the resumed convert"
+done
+pass "the server killed under a convert: exit 2, one line naming it, no commit point; --resume finishes it"
+
+# --- through the delay line (0.5 ms each way): a TCP connect takes one round trip, >= 1 ms; the
+# dataset reads the same through it
+nfs_delay 500
+nfs_client $PY - "$NFS_DELAYED_ADDR" "$NFS_ADDR" <<'PY'
+import socket, statistics, sys, time
+def rtt(addr):
+    ts = []
+    for _ in range(15):
+        t = time.perf_counter()
+        socket.create_connection((addr, 2049)).close()
+        ts.append(time.perf_counter() - t)
+    return statistics.median(ts)
+delayed, direct = rtt(sys.argv[1]), rtt(sys.argv[2])
+assert 0.001 <= delayed < 0.02 and direct < delayed / 2, (delayed, direct)
+PY
+nfs_client "$DSPACK" ls "$NFS_DELAYED_URL/ds" >ls-delayed.txt
+cmp ls-delayed.txt ls-local.txt || fail "ls through the delay line differs"
+expect_exit 0 nfs_client "$DSPACK" verify "$NFS_DELAYED_URL/ds"
+nfs_delay_off
+pass "the delay line: a round trip of at least 1 ms; ls and verify through it"
