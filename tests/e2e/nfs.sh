@@ -7,7 +7,7 @@
 # after the restart, byte-identical). docs/nfs.md.
 source "$(dirname "$0")/lib.sh"
 : "${DSSYNC:?set DSSYNC}" "${DSBENCH:?set DSBENCH}"
-source "$(dirname "$0")/nfs_fixture.sh"
+source "$SRC_DIR/tests/e2e/nfs_fixture.sh"
 trap 'nfs_stop; cleanup' EXIT
 nfs_start
 N=${DSPACK_E2E_SAMPLES:-2000}
