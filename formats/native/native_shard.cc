@@ -206,9 +206,20 @@ Result<Sample> DecodeRecord(const uint8_t* p, uint64_t length, std::string_view 
   return s;
 }
 
+// The largest record a remote read takes whole (ReadRecordAt); larger ones are read in pieces.
+constexpr uint64_t kWholeRecordRead = 64 << 20;
+
 Result<Sample> ReadRecordAt(const RandomAccessFile& file, uint64_t offset, uint64_t length,
                             std::string_view where) {
   DS_RETURN_IF_ERROR(CheckRecordLength(length, where));
+  // A file with no local fd (nfs://): every read is a round trip to the server, so the record,
+  // whose length the index gives, is read whole in one request and decoded in memory (one
+  // READ per sample instead of four).
+  if (file.fd() < 0 && length <= kWholeRecordRead) {
+    std::string whole(static_cast<size_t>(length), '\0');
+    DS_RETURN_IF_ERROR(file.ReadAt(offset, whole.data(), whole.size(), where));
+    return DecodeRecord(reinterpret_cast<const uint8_t*>(whole.data()), length, where);
+  }
   // The head first (one small pread nearly always holds it), then each field straight into its
   // own string with one preadv: payload bytes are copied once, out of the page cache.
   constexpr size_t kHeadGuess = 512;

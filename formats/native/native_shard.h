@@ -118,7 +118,8 @@ class ShardReader {
 };
 
 // Reads the record at [offset, offset+length) of file, checks it and decodes it.
-// `where` is the message prefix ("shard-000001.dsr: record 7 at offset 4096").
+// `where` is the message prefix ("shard-000001.dsr: record 7 at offset 4096"). A file without a
+// local fd (a remote backend) is read with one ReadAt of the whole record, up to 64 MiB.
 Result<Sample> ReadRecordAt(const RandomAccessFile& file, uint64_t offset, uint64_t length,
                             std::string_view where);
 // Decodes and checks the record held whole in p[0, length) (a batched read's buffer).
