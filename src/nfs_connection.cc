@@ -171,9 +171,10 @@ struct NfsConnection::Loop {
   int Call(const Start& start, const OnReply& on_reply, std::string* error) {
     if (::getpid() != pid) {  // a forked child: the loop thread stayed in the parent
       if (error) {
-        *error = fmt::format("this NFS connection belongs to process {}; a forked process opens "
-                             "the URL again",
-                             pid);
+        *error = fmt::format(
+            "this NFS connection belongs to process {}; a forked process opens "
+            "the URL again",
+            pid);
       }
       return -EIO;
     }
