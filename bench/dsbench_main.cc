@@ -23,6 +23,7 @@ static int Run(int argc, char** argv) try {
   ds::bench::TrainingCommands training(app);  // replay, compare, slowfs
 
   ds::bench::SetDsbenchFlags(&app);
+  ds::AddNfsFlags(app);
   if (int rc = ds::ParseArgs(ds::bench::kDsbench, app, argc, argv); rc >= 0) return rc;
   ds::InstallStopHandlers();
 

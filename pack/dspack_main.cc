@@ -19,6 +19,7 @@ static int Run(int argc, char** argv) try {
       "2 usage or environment error.\nDocs: docs/cli.md");
   ds::ConvertCommand convert(app);
   ds::InspectCommands inspect(app);  // verify, info, ls, cat, extract, synth
+  ds::AddNfsFlags(app);
   if (int rc = ds::ParseArgs(kTool, app, argc, argv); rc >= 0) return rc;
   if (int rc = convert.Run(&argc, &argv); rc >= 0) return rc;
   if (int rc = inspect.Run(); rc >= 0) return rc;

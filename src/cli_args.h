@@ -19,6 +19,7 @@
 #include <cerrno>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <new>
@@ -97,6 +98,32 @@ inline std::string Closest(const CLI::App& app, std::string_view flag) {
 }
 
 }  // namespace internal
+
+// --nfs-connections N and --nfs-timeout SECONDS on `app` and on every subcommand under it (call
+// once the subcommands are made): the nfs:// backend's defaults for this process and the
+// processes it starts (a torch DataLoader's Python, an mpirun's ranks inherit the environment),
+// set as DSPACK_NFS_CONNECTIONS / DSPACK_NFS_TIMEOUT (docs/nfs.md). A URL's own ?connections= and
+// ?timeout= still win.
+inline void AddNfsFlags(CLI::App& app) {
+  std::vector<CLI::App*> apps{&app};
+  for (size_t i = 0; i < apps.size(); ++i) {
+    for (CLI::App* sub : apps[i]->get_subcommands({})) apps.push_back(sub);
+    apps[i]
+        ->add_option_function<int>(
+            "--nfs-connections",
+            [](const int& n) { ::setenv("DSPACK_NFS_CONNECTIONS", std::to_string(n).c_str(), 1); },
+            "nfs:// URLs: TCP connections per server, as the kernel's nconnect (default 2)")
+        ->check(CLI::Range(1, 64))
+        ->group("NFS");
+    apps[i]
+        ->add_option_function<int>(
+            "--nfs-timeout",
+            [](const int& s) { ::setenv("DSPACK_NFS_TIMEOUT", std::to_string(s).c_str(), 1); },
+            "nfs:// URLs: seconds without a reply before an RPC fails (default 10)")
+        ->check(CLI::Range(1, 3600))
+        ->group("NFS");
+  }
+}
 
 // Returns -1 when main should go on, else the exit code to return.
 inline int ParseArgs(std::string_view tool, CLI::App& app, int argc, char** argv) {

@@ -45,6 +45,33 @@ void LatencyHistogram::Merge(const LatencyHistogram& o) {
   max_ = std::max(max_, o.max_);
 }
 
+bool LatencyHistogram::Subtract(const LatencyHistogram& e) {
+  if (e.count_ > count_) return false;
+  for (size_t i = 0; i < kBuckets; i++) {
+    if (e.buckets_[i] > buckets_[i]) return false;
+  }
+  if (e.count_ == 0) return true;
+  for (size_t i = 0; i < kBuckets; i++) buckets_[i] -= e.buckets_[i];
+  uint64_t n2 = count_ - e.count_;
+  if (n2 == 0) {
+    *this = LatencyHistogram();
+    return true;
+  }
+  double n = static_cast<double>(count_), n1 = static_cast<double>(e.count_);
+  double m = static_cast<double>(n2);
+  double mean2 = (n * mean_ - n1 * e.mean_) / m;
+  double d = mean2 - e.mean_;
+  m2_ = std::max(0.0, m2_ - e.m2_ - d * d * n1 * m / n);
+  mean_ = mean2;
+  count_ = n2;
+  size_t lo = 0, hi = kBuckets - 1;
+  while (buckets_[lo] == 0) lo++;
+  while (buckets_[hi] == 0) hi--;
+  min_ = BucketValue(lo);
+  max_ = BucketValue(hi);
+  return true;
+}
+
 LatencyHistogram::Parts LatencyHistogram::Export() const {
   Parts p;
   for (size_t i = 0; i < kBuckets; i++) {

@@ -7,6 +7,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <condition_variable>
@@ -203,7 +204,14 @@ thread_local NfsConnection::Loop* NfsConnection::Loop::current = nullptr;
 NfsConnection::NfsConnection(std::unique_ptr<Loop> loop) : loop_(std::move(loop)) {}
 NfsConnection::~NfsConnection() = default;
 
+namespace {
+std::atomic<uint64_t> g_calls{0};
+}  // namespace
+
+uint64_t NfsConnection::calls_made() { return g_calls.load(std::memory_order_relaxed); }
+
 int NfsConnection::Call(const Start& start, const OnReply& on_reply, std::string* error) {
+  g_calls.fetch_add(1, std::memory_order_relaxed);
   return loop_->Call(start, on_reply, error);
 }
 

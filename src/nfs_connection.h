@@ -56,6 +56,10 @@ class NfsConnection {
   // (>= 0 on success; a negative errno otherwise, with libnfs's text in *error).
   int Call(const Start& start, const OnReply& on_reply, std::string* error);
 
+  // Calls made by every connection of the process so far (src/rpc_bill.cc: a phase that made
+  // calls but whose RPCs were not counted has no bill).
+  static uint64_t calls_made();
+
   uint64_t read_max() const { return read_max_; }
   uint64_t write_max() const { return write_max_; }
 

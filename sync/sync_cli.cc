@@ -167,6 +167,7 @@ int StageCommand(int argc, char** argv) {
   app.add_flag("--json", json, "print a JSON summary");
   app.add_flag("-q,--quiet", quiet, "print only errors");
   app.add_flag("--no-space-check", no_space_check)->group("");  // tests: force ENOSPC mid-copy
+  ds::AddNfsFlags(app);
   if (int rc = ds::ParseArgs(kTool, app, argc, argv); rc >= 0) return rc;
 
   ds::Status st = ds::SizeFlag(chunk, "--chunk-size", &o.chunk_size);

@@ -87,6 +87,10 @@ struct CompareRun {
   // where dsbench did not do the reads.
   std::optional<StorageOps> ops;
   uint64_t ops_samples = 0;
+  // The RPC bill of the measured epochs (src/rpc_bill.h), with their samples and bytes: set when
+  // the layout is read over NFS.
+  std::optional<RpcBill> rpc;
+  uint64_t rpc_samples = 0, rpc_bytes = 0;
   // The spread of the ranking score (samples/s, or capacity with an accelerator) over the
   // measured epochs, and how many there were: a median of fewer than 3 is said to be one.
   double score_min = 0, score_max = 0;

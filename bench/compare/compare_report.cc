@@ -1,14 +1,14 @@
-// Summaries, ranking, recommendation, JSON and text of `dsbench compare` (bench/compare/compare.h; the
-// worker sweep is in compare_sweep.cc). Pure functions of their
-// results: unit-tested without any IO (tests/bench/compare_test.cc).
+// Summaries, ranking, recommendation, JSON and text of `dsbench compare` (bench/compare/compare.h;
+// the worker sweep is in compare_sweep.cc). Pure functions of their results: unit-tested without
+// any IO (tests/bench/compare_test.cc).
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cstdlib>
 
-#include "bench/compare/compare.h"
 #include "bench/common/latency_report.h"
+#include "bench/compare/compare.h"
 #include "src/human.h"
 
 namespace ds::bench {
@@ -152,6 +152,12 @@ void SummarizeRun(CompareRun* run) {
       run->ops->write_bytes += e.ops->write_bytes;
       run->ops_samples += e.samples;
     }
+    if (e.rpc) {
+      if (!run->rpc) run->rpc = RpcBill{};
+      run->rpc->Merge(*e.rpc);
+      run->rpc_samples += e.samples;
+      run->rpc_bytes += e.bytes;
+    }
   }
   run->samples_per_sec = Median(sps);
   run->bytes_per_sec = Median(bps);
@@ -279,6 +285,8 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
          {"cdf", Cdf(run.sample_lat)},
          {"data_wait_ns", LatencyJson(run.wait_lat)},
          {"storage_ops", run.ops ? StorageOpsJson(*run.ops, run.ops_samples) : json(nullptr)},
+         {"rpc_bill",
+          run.rpc ? RpcBillJson(*run.rpc, run.rpc_samples, run.rpc_bytes) : json(nullptr)},
          {"replay", ReplayJson(run.options, run.result)}});
     if (run.cluster) {
       const ClusterEpoch& c = *run.cluster;
@@ -434,6 +442,11 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
         if (!run->ops) continue;
         t += fmt::format("  storage bill, {:<9} {}\n", run->layout + ":",
                          FormatStorageBill(*run->ops, run->ops_samples));
+      }
+      for (const CompareRun* run : ranked) {
+        if (!run->rpc) continue;
+        t += fmt::format("  RPC bill, {:<9} {} ({})\n", run->layout + ":",
+                         FormatRpcBill(*run->rpc, run->rpc_samples), run->rpc->source);
       }
       if (o.workers.size() < 2) continue;
       t += "  worker sweep (fewest workers that meet the required rate):";

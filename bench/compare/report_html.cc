@@ -91,6 +91,38 @@ std::string Header(const json& c) {
   return out + "</dl></header>\n";
 }
 
+// What each layout cost the NFS server per sample, from its "rpc_bill" (src/rpc_bill.h), the
+// most frequent op first. Empty when no layout was read over NFS.
+std::string RpcBills(const Model& m, const Combo& k, const std::vector<std::string>& order) {
+  std::string items;
+  for (const auto& l : order) {
+    const json* r = m.Run(l, k);
+    const json* bill =
+        r && r->contains("rpc_bill") && (*r)["rpc_bill"].is_object() ? &(*r)["rpc_bill"] : nullptr;
+    if (!bill) continue;
+    std::vector<std::pair<double, std::string>> per_op;
+    static const json kNoOps = json::object();
+    const json& all = bill->contains("ops") ? (*bill)["ops"] : kNoOps;
+    for (const auto& [name, op] : all.items()) {
+      if (double per = Num(op, "per_sample"); !std::isnan(per)) per_op.emplace_back(per, name);
+    }
+    std::stable_sort(per_op.begin(), per_op.end(),
+                     [](const auto& a, const auto& b) { return a.first > b.first; });
+    std::string ops;
+    for (const auto& [per, name] : per_op) {
+      ops += fmt::format("{}{:.{}f} {}", ops.empty() ? "" : " + ", per, per < 1 ? 3 : 2, name);
+    }
+    items += fmt::format("<li><b>{}</b>: {} ({} RPCs per sample, {})</li>", Esc(l),
+                         Esc(ops.empty() ? "no RPCs" : ops),
+                         Esc(fmt::format("{:.3f}", Num(*bill, "per_sample"))),
+                         Esc(Str(*bill, "source")));
+  }
+  if (items.empty()) return "";
+  return "<p class=\"note\">What each layout cost the NFS server, per sample (the RPC bill):</p>"
+         "<ul class=\"rpc\">" +
+         items + "</ul>\n";
+}
+
 std::string Table(const Model& m, const Combo& k) {
   const json& rank = m.Ranking(k);
   std::vector<std::string> order;
@@ -168,7 +200,7 @@ std::string Table(const Model& m, const Combo& k) {
     out += cell("build_seconds", Num(*r, "build_seconds"), Seconds);
     out += "</tr>";
   }
-  return out + "</table>\n";
+  return out + "</table>\n" + RpcBills(m, k, order);
 }
 
 }  // namespace

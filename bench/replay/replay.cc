@@ -346,6 +346,7 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
         o.workers,
         res->kind == "tree" ? "torchvision ImageFolder, raw bytes" : "dspack.torch.MapDataset"));
   }
+  RpcBillProbe rpc = src->RpcProbe();
   for (int e = 1; e <= o.epochs && (o.before_epoch || !StopRequested()); e++) {
     src->ResetOps();
     if (o.cache == CacheState::kCold) DS_RETURN_IF_ERROR(MakeCold(&o, path, src.get(), res));
@@ -364,9 +365,11 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
     }
     std::vector<uint64_t> order = RankEpochOrder(o, src->size(), n, e, shards);
     DiskSampler disk(o.disk_device);  // after the eviction: its IO is not the epoch's
+    rpc.Start();
     DS_ASSIGN_OR_RETURN(EpochResult ep, Epoch(o, *src, std::move(order), e, res).Run());
     ep.disk = disk.Stop();
     ep.ops = src->ops();
+    ep.rpc = rpc.Stop();
     res->epochs.push_back(std::move(ep));
   }
   res->interrupted = StopRequested();
@@ -418,6 +421,7 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
     }
     if (e.disk) j["disk_util"] = json::array({e.disk->ToJson()});  // fio's layout
     j["storage_ops"] = e.ops ? StorageOpsJson(*e.ops, e.samples) : json(nullptr);
+    j["rpc_bill"] = e.rpc ? RpcBillJson(*e.rpc, e.samples, e.bytes) : json(nullptr);
     epochs.push_back(j);
   }
   return {{"dataset", o.dataset},
@@ -472,6 +476,8 @@ std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
           e.cpu_seconds / s * 100 / cores, cores);
     }
     if (e.ops) t += fmt::format("  storage: {}\n", FormatStorageBill(*e.ops, e.samples));
+    if (e.rpc)
+      t += fmt::format("  RPCs ({}): {}\n", e.rpc->source, FormatRpcBill(*e.rpc, e.samples));
     if (r.compute_time > 0) {
       t += fmt::format("  accelerator: AU {:.1f}%, data wait p50 {} p99 {}\n", e.au * 100,
                        FormatDuration(e.wait_lat.Percentile(50) / 1e9),

@@ -28,10 +28,11 @@
 #include <string_view>
 #include <vector>
 
-#include "slowfs/mount.h"
 #include "formats/layout.h"
+#include "slowfs/mount.h"
 #include "src/diskstats.h"
 #include "src/histogram.h"
+#include "src/rpc_bill.h"
 #include "src/status.h"
 #include "src/storage_decorators.h"
 
@@ -119,6 +120,9 @@ struct EpochResult {
   // The storage bill of the epoch (src/storage_decorators.h), reopening included: what the
   // loader asked of the storage. Unset where dsbench does not do the reads (loader=torch).
   std::optional<StorageOps> ops;
+  // The RPC bill of the epoch's reads (src/rpc_bill.h): set when the dataset is read over NFS
+  // and dsbench does the reads.
+  std::optional<RpcBill> rpc;
 };
 
 // MLPerf Storage's bar: the accelerator must be busy at least 90% of the time.

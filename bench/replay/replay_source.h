@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "formats/layout.h"
+#include "src/rpc_bill.h"
 #include "src/status.h"
 #include "src/storage_decorators.h"
 
@@ -71,6 +72,9 @@ class ReplaySource {
   // Whether the dataset's backend has a page cache on this machine (src/storage.h caps): a
   // remote one (nfs://) has none, so every read goes to the server and residency is 0.
   bool page_cache() const { return counting_->caps().page_cache; }
+  // What measures the RPC bill of reading this dataset (src/rpc_bill.h): an inactive probe
+  // unless it is read over NFS (nfs://, or a path on a kernel NFS mount).
+  RpcBillProbe RpcProbe() const { return RpcBillProbe::For(*counting_, path_); }
 
  private:
   std::string path_;  // inside counting_

@@ -10,8 +10,7 @@ source "$(dirname "$0")/lib.sh"
 source "$SRC_DIR/tests/e2e/nfs_fixture.sh"
 trap 'nfs_stop; cleanup' EXIT
 nfs_start
-N=${DSPACK_E2E_SAMPLES:-2000}
-[ "$N" -gt 1000 ] && N=1000
+N=${DSPACK_E2E_NFS_SAMPLES:-1000}  # ./test.sh --tsan: 300
 E=$NFS_EXPORT_DIR
 U=$NFS_URL
 
@@ -55,7 +54,7 @@ cp saved.dsr "$E/ds/shard-000001.dsr"
 pass "a flipped byte in a shard on the server is corruption, named"
 
 # --- dssync from the export; a second run copies nothing
-expect_exit 0 nfs_client "$DSSYNC" "$U/ds" staged -q
+expect_exit 0 nfs_client "$DSSYNC" "$U/ds" staged -q --nfs-connections 4
 for f in "$E"/ds/*; do cmp "$f" "staged/${f#"$E"/ds/}" || fail "dssync: $f differs"; done
 "$DSPACK" verify staged -q
 pass "dssync nfs://…/ds stages a verified, identical copy"
@@ -64,18 +63,35 @@ pass "dssync nfs://…/ds stages a verified, identical copy"
 # (exit 1 is the STARVES verdict, 0 FEEDS: either is a result here)
 nfs_client "$DSBENCH" replay "$U/ds" --epochs 1 --cache warm --output-format json >replay.json ||
   [ $? -eq 1 ] || fail "dsbench replay over NFS failed"
-$PY - replay.json "$N" <<'EOF'
+nfs_client "$DSBENCH" replay "$U/tree" --epochs 1 --cache warm --output-format json >replay-tree.json ||
+  [ $? -eq 1 ] || fail "dsbench replay of the tree over NFS failed"
+$PY - replay.json replay-tree.json "$N" <<'EOF'
 import json, sys
 r = json.load(open(sys.argv[1]))["replay"]
-assert r["layout"] == "native" and r["dataset_samples"] == int(sys.argv[2]), r
-assert all(e["samples"] == int(sys.argv[2]) and e["bytes"] > 0 for e in r["epochs"]), r["epochs"]
+n = int(sys.argv[3])
+assert r["layout"] == "native" and r["dataset_samples"] == n, r
+assert all(e["samples"] == n and e["bytes"] > 0 for e in r["epochs"]), r["epochs"]
+# The RPC bill (src/rpc_bill.h): what each layout cost the server, counted from libnfs's RPCs.
+native = r["epochs"][0]["rpc_bill"]
+tree = json.load(open(sys.argv[2]))["replay"]["epochs"][0]["rpc_bill"]
+assert native["source"] == "libnfs" and native["protocol"] == "NFSv3", native
+# The tree: per sample, a LOOKUP per path component (tree/CLASS/FILE), the open's ACCESS and
+# GETATTR, and the READ; every op timed.
+ops = tree["ops"]
+assert set(ops) == {"LOOKUP", "ACCESS", "GETATTR", "READ"}, ops
+assert ops["LOOKUP"]["per_sample"] == 3 and ops["READ"]["per_sample"] == 1, ops
+assert all(o["lat_ns"]["p50"] > 0 and o["failed"] == 0 for o in ops.values()), ops
+# Native shards: a record is one READ, and opening a shard costs its LOOKUPs once.
+assert 1 <= native["ops"]["READ"]["per_sample"] <= 1.05, native
+assert native["per_sample"] < 1.2 and tree["per_sample"] >= 6, (native, tree)
+assert native["per_gib"] > 0, native
 EOF
-pass "dsbench replay nfs://…/ds reads every sample"
+pass "dsbench replay nfs://…/ds reads every sample; the RPC bill: tree 6 RPCs a sample, native 1"
 
 # --- bad input: one line naming the URL, exit 2, within the timeout
 bad=10.213.255.254  # inside 10.213/16, on no namespace's link: nobody answers
 start=$(date +%s)
-expect_exit 2 nfs_client "$DSPACK" verify "nfs://$bad/export/ds?timeout=3"
+expect_exit 2 nfs_client "$DSPACK" verify "nfs://$bad/export/ds" --nfs-timeout 3
 [ $(( $(date +%s) - start )) -le 12 ] || fail "an unreachable server took $(( $(date +%s) - start )) s"
 expect_err "nfs://$bad/export/ds"
 [ "$(wc -l <"$WORK/last.err")" -eq 1 ] || { cat "$WORK/last.err"; fail "not one line"; }
