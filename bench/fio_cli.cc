@@ -93,7 +93,9 @@ FioCommands::FioCommands(CLI::App& app) : f_(std::make_unique<Flags>()) {
 
   f.meta = app.add_subcommand(
       "meta", "mdtest-style metadata benchmark: create, stat, read, readdir, remove small files");
-  f.meta->add_option("PATH", f.mo.path, "An existing directory (dsbench-meta.<pid> is made in it)")
+  f.meta
+      ->add_option("PATH", f.mo.path,
+                   "An existing directory or nfs:// URL (dsbench-meta.<pid> is made in it)")
       ->required();
   f.meta->add_option("--files", f.mfiles, "Files per thread, e.g. 2000, 100k")
       ->capture_default_str();

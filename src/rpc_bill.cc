@@ -64,7 +64,7 @@ void RpcBill::Merge(const RpcBill& o) {
   for (const auto& [name, stats] : o.ops) ops[name].Merge(stats);
 }
 
-std::string FormatRpcBill(const RpcBill& bill, uint64_t samples) {
+std::string FormatRpcBill(const RpcBill& bill, uint64_t samples, std::string_view unit) {
   auto ops = ByCount(bill);
   if (ops.empty()) return "no RPCs";
   double per = samples ? static_cast<double>(samples) : 1.0;
@@ -74,10 +74,12 @@ std::string FormatRpcBill(const RpcBill& bill, uint64_t samples) {
     out += fmt::format("{:.{}f} {}", static_cast<double>(stats->count) / per,
                        samples ? (stats->count < samples ? 3 : 2) : 0, name);
   }
-  return out + (samples ? " per sample" : " RPCs");
+  return out + (samples ? fmt::format(" per {}", unit) : std::string(" RPCs"));
 }
 
-nlohmann::json RpcBillJson(const RpcBill& bill, uint64_t samples, uint64_t bytes) {
+nlohmann::json RpcBillJson(const RpcBill& bill, uint64_t samples, uint64_t bytes,
+                           std::string_view unit) {
+  std::string per_unit = fmt::format("per_{}", unit);
   using json = nlohmann::json;
   auto per = [&](uint64_t n, double of) -> json {
     if (of <= 0) return nullptr;
@@ -95,17 +97,14 @@ nlohmann::json RpcBillJson(const RpcBill& bill, uint64_t samples, uint64_t bytes
              {"p99.9", stats->latency.Percentile(99.9)},
              {"max", stats->latency.max()}};
     }
-    ops[name] = {{"count", stats->count},
-                 {"failed", stats->failed},
-                 {"per_sample", per(stats->count, s)},
-                 {"per_gib", per(stats->count, gib)},
-                 {"mean_ms", stats->mean_ms()},
-                 {"lat_ns", lat}};
+    ops[name] = {{"count", stats->count},          {"failed", stats->failed},
+                 {per_unit, per(stats->count, s)}, {"per_gib", per(stats->count, gib)},
+                 {"mean_ms", stats->mean_ms()},    {"lat_ns", lat}};
   }
   return {{"source", bill.source},
           {"protocol", bill.protocol},
           {"total", bill.total()},
-          {"per_sample", per(bill.total(), s)},
+          {per_unit, per(bill.total(), s)},
           {"per_gib", per(bill.total(), gib)},
           {"ops", ops}};
 }

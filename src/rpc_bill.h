@@ -19,6 +19,7 @@
 #include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "src/histogram.h"
 #include "src/storage.h"
@@ -47,13 +48,16 @@ struct RpcBill {
   void Merge(const RpcBill& other);
 };
 
-// "2.00 LOOKUP + 1.00 GETATTR + 1.00 ACCESS + 1.00 READ per sample", the largest first
-// ("per op" figures are per RPC when samples is 0); "no RPCs" when empty.
-std::string FormatRpcBill(const RpcBill& bill, uint64_t samples);
+// "2.00 LOOKUP + 1.00 GETATTR + 1.00 ACCESS + 1.00 READ per sample", the largest first (counts
+// of RPCs when samples is 0); "no RPCs" when empty. `unit` names what samples counts ("file":
+// "... per file").
+std::string FormatRpcBill(const RpcBill& bill, uint64_t samples, std::string_view unit = "sample");
 // {"source", "protocol", "total", "per_sample", "per_gib", "ops": {NAME: {"count", "failed",
 // "per_sample", "per_gib", "mean_ms", "lat_ns": {"p50", "p90", "p99", "p99.9", "max"} | null}}}.
-// per_sample / per_gib are null when samples / bytes are 0.
-nlohmann::json RpcBillJson(const RpcBill& bill, uint64_t samples, uint64_t bytes);
+// per_sample / per_gib are null when samples / bytes are 0; with another `unit` the per_sample
+// keys are "per_" + unit.
+nlohmann::json RpcBillJson(const RpcBill& bill, uint64_t samples, uint64_t bytes,
+                           std::string_view unit = "sample");
 
 // ---- dspack's own NFS client: the process's counters (src/nfs_rpc_count.cc)
 

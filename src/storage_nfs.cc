@@ -335,11 +335,18 @@ class NfsStorage final : public Storage, public std::enable_shared_from_this<Nfs
     return s;
   }
 
+  // REMOVE first, as unlink(2) would be asked: one call for a file (no GETATTR before it); a
+  // directory refuses it (NFS3ERR_ISDIR, or EPERM/EACCES from some servers) and is then
+  // asked with RMDIR.
   Status Remove(const std::string& path) override {
-    DS_ASSIGN_OR_RETURN(FileInfo info, Stat(path, false));
-    bool dir = info.type == FileType::kDirectory;
-    return PathCall(path, Uri(path), [dir](nfs_context* nfs, const char* r, Callback cb, void* p) {
-      return dir ? nfs_rmdir_async(nfs, r, cb, p) : nfs_unlink_async(nfs, r, cb, p);
+    Status s = PathCall(path, Uri(path), [](nfs_context* nfs, const char* r, Callback cb, void* p) {
+      return nfs_unlink_async(nfs, r, cb, p);
+    });
+    if (s.ok() || (s.err() != EISDIR && s.err() != EPERM && s.err() != EACCES)) return s;
+    auto info = Stat(path, false);
+    if (!info.ok() || info->type != FileType::kDirectory) return s;
+    return PathCall(path, Uri(path), [](nfs_context* nfs, const char* r, Callback cb, void* p) {
+      return nfs_rmdir_async(nfs, r, cb, p);
     });
   }
 

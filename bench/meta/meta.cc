@@ -1,9 +1,6 @@
 #include "bench/meta/meta.h"
 
-#include <dirent.h>
-#include <fcntl.h>
 #include <fmt/format.h>
-#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
 
@@ -14,10 +11,13 @@
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <thread>
 
+#include "bench/meta/meta_fs.h"
 #include "src/fd.h"
 #include "src/human.h"
+#include "src/rpc_bill.h"
 #include "src/stop.h"
 
 namespace ds::bench {
@@ -41,16 +41,6 @@ constexpr uint64_t kMaxFiles = uint64_t{1} << 40;  // files x threads; keeps the
 uint64_t NsSince(Clock::time_point t0) {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now() - t0).count());
-}
-
-// A system call, again while a signal (a stop request) interrupts it; the loops check the stop.
-template <typename F>
-auto NoIntr(F f) {
-  decltype(f()) r;
-  do {
-    r = f();
-  } while (r < 0 && errno == EINTR);
-  return r;
 }
 
 std::vector<MetaPhase> PhasesOf(const MetaOptions& o) {
@@ -87,15 +77,10 @@ Status CheckMetaPlan(const MetaOptions& o) {
                   fmt::format("`threads` {} x `files` {}: at most {} threads and 2^40 files",
                               o.threads, o.files, kMaxThreads));
   }
-  struct stat st;
-  if (::stat(o.path.c_str(), &st) != 0) {
-    return Status::FromErrno(errno, o.path + ": give an existing directory",
-                             Code::kInvalidArgument);
-  }
-  if (!S_ISDIR(st.st_mode)) {
-    return Status(Code::kInvalidArgument,
-                  o.path + ": not a directory; dsbench meta makes its files in a directory");
-  }
+  std::string inside;
+  DS_ASSIGN_OR_RETURN(auto fs, MetaFs::For(o.path, &inside));
+  DS_RETURN_IF_ERROR(fs->CheckDir(inside));
+  if (!fs->local()) return Status::Ok();  // a remote store's free space is its own business
   struct statvfs vfs;
   if (::statvfs(o.path.c_str(), &vfs) != 0) return Status::FromErrno(errno, o.path + ": statvfs");
   uint64_t block = std::max<uint64_t>(vfs.f_frsize, 512);
@@ -131,8 +116,8 @@ namespace {
 // What one thread made, so that cleanup removes exactly that.
 struct Worker {
   unsigned index = 0;
-  std::string dir;  // ROOT/t<N>
-  OwnedFd tfd;      // ROOT/t<N>
+  std::string dir;   // ROOT/t<N>
+  MetaFs::Dir tdir;  // ROOT/t<N>, open
   bool tdir_made = false;
   uint64_t dirs_made = 0;  // d0 .. d<dirs_made-1>
   uint64_t created = 0;    // f0 .. f<created-1> may exist
@@ -154,8 +139,15 @@ using Barrier = std::barrier<Completion>;
 
 class MetaRun {
  public:
-  MetaRun(const MetaOptions& o, std::string root)
-      : o_(o), root_(std::move(root)), phases_(PhasesOf(o)), dirs_(MetaDirsPerThread(o)) {}
+  // root: MetaRoot(o) inside fs (the URL's path for a remote one).
+  MetaRun(const MetaOptions& o, std::unique_ptr<MetaFs> fs, std::string root)
+      : o_(o),
+        fs_(std::move(fs)),
+        root_(std::move(root)),
+        phases_(PhasesOf(o)),
+        dirs_(MetaDirsPerThread(o)),
+        rpc_(fs_->storage() ? RpcBillProbe::For(*fs_->storage(), root_)
+                            : RpcBillProbe::For(*LocalStorage(), o.path)) {}
 
   Result<MetaResult> Run();
 
@@ -163,9 +155,9 @@ class MetaRun {
   void Thread(Worker& w, Barrier& start, Barrier& end);
   Status Setup(Worker& w);
   Status RunPhase(Worker& w, MetaPhase p);
-  Status CreateOrStatOrRead(Worker& w, MetaPhase p, uint64_t k, int dfd, char* buf);
+  Status CreateOrStatOrRead(Worker& w, MetaPhase p, uint64_t k, const MetaFs::Dir& d, char* buf);
   Status Readdir(Worker& w, uint64_t m);
-  Result<OwnedFd> OpenDir(const Worker& w, uint64_t m) const;  // ROOT/t<N>/d<m>
+  Result<MetaFs::Dir> OpenDir(const Worker& w, uint64_t m) const;  // ROOT/t<N>/d<m>
   void Cleanup(Worker& w);
   bool Halted() const { return StopRequested() || failed_.load(std::memory_order_relaxed); }
   uint64_t FilesIn(uint64_t m) const {
@@ -175,15 +167,20 @@ class MetaRun {
     std::string p = fmt::format("{}/{}", w.dir, Name('d', m).buf);
     return file ? p + "/" + file : p;
   }
+  std::string UriOf(const Worker& w, uint64_t m, const char* file = nullptr) const {
+    return fs_->Uri(PathOf(w, m, file));
+  }
   // Barrier completions: run by the last thread to arrive, before any thread goes on.
   void PhaseStart() noexcept;
   void PhaseEnd() noexcept;
   friend struct Completion;
 
   const MetaOptions& o_;
+  std::unique_ptr<MetaFs> fs_;
   std::string root_;
   std::vector<MetaPhase> phases_;
   uint64_t dirs_;
+  RpcBillProbe rpc_;  // started and stopped in the barrier completions
   std::vector<std::unique_ptr<Worker>> workers_;
   std::atomic<bool> failed_{false};
   // Touched only in barrier completions, and read by the threads after the barrier.
@@ -231,6 +228,10 @@ void MetaRun::PhaseStart() noexcept {
     w->lat = LatencyHistogram();
   }
   disk_start_ = SampleDisk(o_.disk_device);
+  try {
+    rpc_.Start();
+  } catch (...) {  // bad_alloc in a barrier completion: go without the bill
+  }
   start_ = Clock::now();
 }
 
@@ -238,6 +239,10 @@ void MetaRun::PhaseEnd() noexcept {
   MetaPhaseResult& r = results_[phase_index_];
   r.seconds = std::chrono::duration<double>(Clock::now() - start_).count();
   r.phase = phases_[phase_index_];
+  try {
+    r.rpc = rpc_.Stop();
+  } catch (...) {
+  }
   for (auto& w : workers_) {
     r.ops += w->ops;
     r.lat.Merge(w->lat);
@@ -259,86 +264,51 @@ void MetaRun::PhaseEnd() noexcept {
 
 Status MetaRun::Setup(Worker& w) {
   w.dir = fmt::format("{}/{}", root_, Name('t', o_.thread_base + w.index).buf);
-  if (::mkdir(w.dir.c_str(), 0755) != 0) return Status::FromErrno(errno, w.dir + ": mkdir");
+  DS_RETURN_IF_ERROR(fs_->MakeDir(w.dir));
   w.tdir_made = true;
-  DS_ASSIGN_OR_RETURN(w.tfd, OpenFile(w.dir, O_RDONLY | O_DIRECTORY));
+  DS_ASSIGN_OR_RETURN(w.tdir, fs_->OpenDir(w.dir));
   for (uint64_t m = 0; m < dirs_ && !StopRequested(); m++) {
-    if (::mkdirat(w.tfd.get(), Name('d', m).buf, 0755) != 0) {
-      return Status::FromErrno(errno, PathOf(w, m) + ": mkdir");
-    }
+    DS_RETURN_IF_ERROR(fs_->MakeDir(PathOf(w, m)));
     w.dirs_made = m + 1;
   }
   return Status::Ok();
 }
 
-Status MetaRun::CreateOrStatOrRead(Worker& w, MetaPhase p, uint64_t k, int dfd, char* buf) {
+Status MetaRun::CreateOrStatOrRead(Worker& w, MetaPhase p, uint64_t k, const MetaFs::Dir& d,
+                                   char* buf) {
   Name f('f', k);
-  auto fail = [&](const char* what) {
-    return Status::FromErrno(errno, PathOf(w, k / o_.files_per_dir, f.buf) + ": " + what);
-  };
+  size_t chunk = static_cast<size_t>(std::min<uint64_t>(kIoChunk, o_.file_size));
+  uint64_t got = 0;
+  const char* did = "read";
   if (p == MetaPhase::kStat) {
-    struct stat st;
-    if (NoIntr([&] { return ::fstatat(dfd, f.buf, &st, 0); }) != 0) return fail("stat");
-    if (static_cast<uint64_t>(st.st_size) != o_.file_size) {
-      return Status(Code::kIOError,
-                    fmt::format("{}: {} bytes, expected {}", PathOf(w, k / o_.files_per_dir, f.buf),
-                                st.st_size, o_.file_size));
-    }
+    DS_ASSIGN_OR_RETURN(got, fs_->StatSize(d, f.buf));
+    did = "has";
+  } else if (p == MetaPhase::kCreate) {
+    w.created = k + 1;  // it may exist from here on, whatever the call says
+    DS_RETURN_IF_ERROR(fs_->Create(d, f.buf, buf, std::max<size_t>(chunk, 1), o_.file_size));
     return Status::Ok();
+  } else {
+    DS_ASSIGN_OR_RETURN(got, fs_->Read(d, f.buf, buf, std::max<size_t>(chunk, 1), o_.file_size));
   }
-  bool create = p == MetaPhase::kCreate;
-  int fd = NoIntr([&] {
-    return create ? ::openat(dfd, f.buf, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644)
-                  : ::openat(dfd, f.buf, O_RDONLY | O_CLOEXEC);
-  });
-  if (fd < 0) return fail(create ? "create" : "open");
-  if (create) w.created = k + 1;
-  OwnedFd owned(fd);
-  uint64_t done = 0;
-  while (done < o_.file_size) {
-    size_t n = static_cast<size_t>(std::min<uint64_t>(kIoChunk, o_.file_size - done));
-    ssize_t got = NoIntr([&] { return create ? ::write(fd, buf, n) : ::read(fd, buf, n); });
-    if (got < 0) return fail(create ? "write" : "read");
-    if (got == 0) break;  // EOF (a write of n > 0 bytes does not return 0)
-    done += static_cast<uint64_t>(got);
+  if (got != o_.file_size) {
+    return Status(Code::kIOError,
+                  fmt::format("{}: {} {} bytes, expected {}", UriOf(w, k / o_.files_per_dir, f.buf),
+                              did, got, o_.file_size));
   }
-  if (done != o_.file_size) {
-    return Status(Code::kIOError, fmt::format("{}: {} {} bytes, expected {}",
-                                              PathOf(w, k / o_.files_per_dir, f.buf),
-                                              create ? "wrote" : "read", done, o_.file_size));
-  }
-  // EINTR from close: the fd is closed all the same (Linux).
-  if (::close(owned.release()) != 0 && errno != EINTR) return fail("close");
   return Status::Ok();
 }
 
-Result<OwnedFd> MetaRun::OpenDir(const Worker& w, uint64_t m) const {
-  int fd = NoIntr(
-      [&] { return ::openat(w.tfd.get(), Name('d', m).buf, O_RDONLY | O_DIRECTORY | O_CLOEXEC); });
-  if (fd < 0) return Status::FromErrno(errno, PathOf(w, m) + ": open");
-  return OwnedFd(fd);
+Result<MetaFs::Dir> MetaRun::OpenDir(const Worker& w, uint64_t m) const {
+  return fs_->OpenDir(PathOf(w, m));
 }
 
 Status MetaRun::Readdir(Worker& w, uint64_t m) {
-  DS_ASSIGN_OR_RETURN(OwnedFd dfd, OpenDir(w, m));
-  int fd = dfd.release();
-  DIR* d = ::fdopendir(fd);
-  if (!d) {
-    ::close(fd);
-    return Status::FromErrno(errno, PathOf(w, m) + ": opendir");
-  }
-  uint64_t entries = 0;
-  errno = 0;
-  while (const dirent* e = ::readdir(d)) {
-    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0) entries++;
-  }
-  int err = errno;
-  ::closedir(d);
-  if (err != 0) return Status::FromErrno(err, PathOf(w, m) + ": readdir");
+  DS_ASSIGN_OR_RETURN(MetaFs::Dir d, OpenDir(w, m));
+  DS_ASSIGN_OR_RETURN(uint64_t entries, fs_->CountEntries(d));
   w.ops += entries;
   if (entries != FilesIn(m)) {
     return Status(Code::kIOError, fmt::format("{}: readdir listed {} entries, expected {}",
-                                              PathOf(w, m), entries, FilesIn(m)));
+                                              UriOf(w, m), entries, FilesIn(m)));
   }
   return Status::Ok();
 }
@@ -358,63 +328,50 @@ Status MetaRun::RunPhase(Worker& w, MetaPhase p) {
     buf = std::make_unique<char[]>(n);
     std::memset(buf.get(), 'm', n);
   }
-  OwnedFd dfd;
+  MetaFs::Dir dir;
   for (uint64_t k = 0; k < o_.files && !Halted(); k++) {
     uint64_t m = k / o_.files_per_dir;
     if (k % o_.files_per_dir == 0) {
-      DS_ASSIGN_OR_RETURN(dfd, OpenDir(w, m));
+      DS_ASSIGN_OR_RETURN(dir, OpenDir(w, m));
     }
     auto t0 = Clock::now();
     if (p == MetaPhase::kRemove) {
-      Name f('f', k);
-      if (NoIntr([&] { return ::unlinkat(dfd.get(), f.buf, 0); }) != 0) {
-        return Status::FromErrno(errno, PathOf(w, m, f.buf) + ": unlink");
-      }
+      DS_RETURN_IF_ERROR(fs_->Unlink(dir, Name('f', k).buf));
       w.removed = k + 1;
     } else {
-      DS_RETURN_IF_ERROR(CreateOrStatOrRead(w, p, k, dfd.get(), buf.get()));
+      DS_RETURN_IF_ERROR(CreateOrStatOrRead(w, p, k, dir, buf.get()));
     }
     w.lat.Add(NsSince(t0));
     w.ops++;
     if (p == MetaPhase::kRemove && (k + 1) % o_.files_per_dir == 0) {
-      if (::unlinkat(w.tfd.get(), Name('d', m).buf, AT_REMOVEDIR) != 0) {
-        return Status::FromErrno(errno, PathOf(w, m) + ": rmdir");
-      }
+      DS_RETURN_IF_ERROR(fs_->RemoveDir(PathOf(w, m)));
     }
   }
   if (p == MetaPhase::kRemove && !Halted() && o_.files % o_.files_per_dir != 0) {
-    if (::unlinkat(w.tfd.get(), Name('d', dirs_ - 1).buf, AT_REMOVEDIR) != 0) {
-      return Status::FromErrno(errno, PathOf(w, dirs_ - 1) + ": rmdir");
-    }
+    DS_RETURN_IF_ERROR(fs_->RemoveDir(PathOf(w, dirs_ - 1)));
   }
   return Status::Ok();
 }
 
 // Removes what this worker made and the remove phase did not: by name, ENOENT is fine.
 void MetaRun::Cleanup(Worker& w) {
-  auto note = [&](const std::string& what) {
-    if (w.cleanup_note.empty()) w.cleanup_note = Status::FromErrno(errno, what).message();
+  auto note = [&](const Status& s) {
+    if (!s.ok() && s.err() != ENOENT && w.cleanup_note.empty()) w.cleanup_note = s.message();
   };
-  if (w.tfd.valid()) {
-    OwnedFd dfd;
+  if (w.tdir_made) {
+    std::optional<MetaFs::Dir> dir;
     for (uint64_t k = w.removed; k < w.created; k++) {
       uint64_t m = k / o_.files_per_dir;
       if (k == w.removed || k % o_.files_per_dir == 0) {
         auto d = OpenDir(w, m);
-        dfd = d.ok() ? std::move(*d) : OwnedFd();
+        dir = d.ok() ? std::optional<MetaFs::Dir>(std::move(*d)) : std::nullopt;
       }
-      Name f('f', k);
-      if (dfd.valid() && ::unlinkat(dfd.get(), f.buf, 0) != 0 && errno != ENOENT) {
-        note(PathOf(w, m, f.buf) + ": unlink");
-      }
+      if (dir) note(fs_->Unlink(*dir, Name('f', k).buf));
     }
-    for (uint64_t m = 0; m < w.dirs_made; m++) {
-      if (::unlinkat(w.tfd.get(), Name('d', m).buf, AT_REMOVEDIR) != 0 && errno != ENOENT) {
-        note(PathOf(w, m) + ": rmdir");
-      }
-    }
+    for (uint64_t m = 0; m < w.dirs_made; m++) note(fs_->RemoveDir(PathOf(w, m)));
+    w.tdir = MetaFs::Dir();  // closed before its directory goes
+    note(fs_->RemoveDir(w.dir));
   }
-  if (w.tdir_made && ::rmdir(w.dir.c_str()) != 0 && errno != ENOENT) note(w.dir + ": rmdir");
 }
 
 // Every thread arrives at both barriers of a phase, or breaks out of the loop together with the
@@ -440,11 +397,14 @@ void MetaRun::Thread(Worker& w, Barrier& start, Barrier& end) {
 }
 
 Result<MetaResult> MetaRun::Run() {
-  if (!o_.root_exists && ::mkdir(root_.c_str(), 0755) != 0) {
-    if (errno == EEXIST) {
-      return Status(Code::kAlreadyExists, root_ + ": exists (left by an earlier run?); remove it");
+  if (!o_.root_exists) {
+    if (Status s = fs_->MakeDir(root_); !s.ok()) {
+      if (s.err() == EEXIST) {
+        return Status(Code::kAlreadyExists,
+                      fs_->Uri(root_) + ": exists (left by an earlier run?); remove it");
+      }
+      return s;
     }
-    return Status::FromErrno(errno, root_ + ": mkdir");
   }
   for (unsigned t = 0; t < o_.threads; t++) {
     workers_.push_back(std::make_unique<Worker>());
@@ -465,8 +425,10 @@ Result<MetaResult> MetaRun::Run() {
   for (auto& w : workers_) {
     if (!w->cleanup_note.empty() && r.cleanup_note.empty()) r.cleanup_note = w->cleanup_note;
   }
-  if (!o_.keep && !o_.root_exists && ::rmdir(root_.c_str()) != 0 && r.cleanup_note.empty()) {
-    r.cleanup_note = Status::FromErrno(errno, root_ + ": rmdir").message();
+  if (!o_.keep && !o_.root_exists) {
+    if (Status s = fs_->RemoveDir(root_); !s.ok() && r.cleanup_note.empty()) {
+      r.cleanup_note = s.message();
+    }
   }
   for (auto& w : workers_) {
     if (!w->error.ok()) {
@@ -484,7 +446,11 @@ Result<MetaResult> MetaRun::Run() {
 
 Result<MetaResult> RunMeta(const MetaOptions& options) {
   DS_RETURN_IF_ERROR(CheckMetaPlan(options));
-  MetaRun run(options, MetaRoot(options));
+  std::string inside;
+  DS_ASSIGN_OR_RETURN(auto fs, MetaFs::For(options.path, &inside));
+  MetaOptions in = options;
+  in.path = inside;
+  MetaRun run(options, std::move(fs), MetaRoot(in));
   return run.Run();
 }
 

@@ -41,6 +41,7 @@
 #include "src/diskstats.h"
 #include "src/histogram.h"
 #include "src/job.h"
+#include "src/rpc_bill.h"
 #include "src/status.h"
 
 namespace ds::bench {
@@ -97,6 +98,9 @@ struct MetaPhaseResult {
   LatencyHistogram lat;  // per file operation; readdir: per directory listed
   bool interrupted = false;
   std::optional<DiskUtil> disk;
+  // The phase's RPC bill (src/rpc_bill.h): set when PATH is an nfs:// URL or on a kernel NFS
+  // mount.
+  std::optional<RpcBill> rpc;
 };
 
 struct MetaResult {

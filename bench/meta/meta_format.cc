@@ -110,6 +110,9 @@ nlohmann::json MetaJson(const MetaOptions& o, const MetaResult& r) {
                         {"lat_ns", LatencyJson(p.lat)},
                         {"interrupted", p.interrupted}};
     if (p.disk) j["disk_util"] = nlohmann::json::array({p.disk->ToJson()});
+    uint64_t bytes =
+        p.phase == MetaPhase::kCreate || p.phase == MetaPhase::kRead ? p.ops * o.file_size : 0;
+    j["rpc_bill"] = p.rpc ? RpcBillJson(*p.rpc, p.ops, bytes, "file") : nlohmann::json(nullptr);
     phases.push_back(std::move(j));
   }
   return {{"path", o.path},
@@ -133,6 +136,11 @@ std::string MetaText(const MetaOptions& o, const MetaResult& r) {
                      p.interrupted ? ", interrupted" : "");
     s += LatencyText(p.phase == MetaPhase::kReaddir ? "lat per directory" : "lat", p.lat);
     if (!o.disk_device.empty()) s += "    " + DiskUtilText(p.disk) + "\n";
+    if (p.rpc) {
+      s += fmt::format(
+          "    RPCs ({}): {}\n", p.rpc->source,
+          FormatRpcBill(*p.rpc, p.ops, p.phase == MetaPhase::kReaddir ? "entry" : "file"));
+    }
   }
   if (o.disk_device.empty()) s += DiskUtilText(std::nullopt) + "\n";
   if (r.kept) s += fmt::format("kept: {}\n", r.root);

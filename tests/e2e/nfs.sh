@@ -88,6 +88,26 @@ assert native["per_gib"] > 0, native
 EOF
 pass "dsbench replay nfs://…/ds reads every sample; the RPC bill: tree 6 RPCs a sample, native 1"
 
+# --- dsbench meta over nfs://: mdtest's phases through the backend, each with its RPC bill
+nfs_client "$DSBENCH" meta "$U" --files 200 --threads 2 --output-format json >meta.json
+$PY - meta.json <<'EOF'
+import json, sys
+ph = {p["name"]: p for p in json.load(open(sys.argv[1]))["meta"]["phases"]}
+assert set(ph) == {"create", "stat", "read", "readdir", "remove"}, ph.keys()
+assert all(p["ops"] == 400 for p in ph.values()), [(n, p["ops"]) for n, p in ph.items()]
+b = {n: p["rpc_bill"]["ops"] for n, p in ph.items()}
+assert all(p["rpc_bill"]["source"] == "libnfs" for p in ph.values()), ph
+assert b["create"]["CREATE"]["per_file"] == 1 and b["create"]["WRITE"]["per_file"] == 1, b
+assert b["stat"]["GETATTR"]["per_file"] == 1 and "READ" not in b["stat"], b["stat"]
+assert b["read"]["READ"]["per_file"] == 1, b["read"]
+assert "READDIRPLUS" in b["readdir"], b["readdir"]
+assert b["remove"]["REMOVE"]["per_file"] >= 1 and "CREATE" not in b["remove"], b["remove"]
+EOF
+ls "$E" | grep -q dsbench-meta && fail "dsbench meta left its directory on the server: $(ls "$E")"
+expect_exit 2 nfs_client "$DSBENCH" meta "$U/nothere" --files 10
+expect_err "$U/nothere"
+pass "dsbench meta nfs://…: every phase over the server, each with its RPC bill; nothing left"
+
 # --- bad input: one line naming the URL, exit 2, within the timeout
 bad=10.213.255.254  # inside 10.213/16, on no namespace's link: nobody answers
 start=$(date +%s)
