@@ -84,7 +84,11 @@ struct NfsConnection::Loop {
       if (err >= 0) {
         op.on_reply(err, nfs, data);
       } else {
-        const char* text = data ? static_cast<const char*>(data) : nullptr;
+        // libnfs passes its error text as data, except for -EFAULT and -ENOMEM from a read or a
+        // write (nfs_v3.c nfs3_pread_mcb, nfs3_pwrite_mcb), where data is the reply and the
+        // text is the context's error.
+        const bool data_is_text = err != -EFAULT && err != -ENOMEM;
+        const char* text = data && data_is_text ? static_cast<const char*>(data) : nullptr;
         if (!text || !*text) text = nfs ? nfs_get_error(nfs) : nullptr;
         op.error = text && *text ? text : std::strerror(-err);
       }

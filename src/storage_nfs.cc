@@ -92,13 +92,34 @@ FileInfo NfsInfoOf(const nfs_stat_64& st) {
 // "what: No such file or directory", with libnfs's text where it says more than errno does.
 Status NfsStatus(int rc, const std::string& what, const std::string& error) {
   int err = rc < 0 ? -rc : EIO;
+  // libnfs reports an NFS error of a read or write as -EFAULT, with the NFS status in its text
+  // ("NFS: Read failed with NFS3ERR_STALE(-116)"): the errno is the one in the text.
+  if (err == EFAULT) {
+    if (size_t at = error.find("NFS3ERR_"); at != std::string::npos) {
+      if (size_t open = error.find("(-", at); open != std::string::npos) {
+        int parsed = 0;
+        const char* first = error.data() + open + 2;
+        auto [end, ec] = std::from_chars(first, error.data() + error.size(), parsed);
+        if (ec == std::errc() && end != first && parsed > 0) err = parsed;
+      }
+    }
+  }
   Status base = Status::FromErrno(err, what);
   std::string message = base.message();
   if (err == ESTALE) {
     message = what +
               ": stale NFS file handle: the file was replaced or removed on the server "
               "while open, or the server withdrew its export; open it again";
-  } else if (err == ETIMEDOUT || err == EIO || err == ECANCELED) {
+  } else if (err == EINTR) {
+    // libnfs cancels a call with -EINTR, not for a signal, when no reply came within its
+    // timeout or its connection was lost and could not be re-established.
+    return Status(Code::kIOError,
+                  fmt::format("{}: no reply from the server within the timeout, or the "
+                              "connection to it was lost{}; check that the server is up and "
+                              "reachable",
+                              what, error.empty() ? "" : " (" + error + ")"),
+                  EIO);
+  } else if (err == ETIMEDOUT || err == EIO || err == ECANCELED || err == EFAULT) {
     if (!error.empty()) message = fmt::format("{}: {}", what, error);
   }
   return Status(base.code(), message, err);

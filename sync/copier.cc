@@ -145,6 +145,9 @@ class Engine {
       if (src.status().code() == Code::kNotFound) {
         return Status(Code::kBadInput, rel + ": vanished during the copy (not staged)");
       }
+      // The storage itself failed (a server gone, a timeout, a dead disk), not this file: the
+      // run stops there (exit 2) instead of listing every file after it as unreadable.
+      if (src.status().code() == Code::kIOError) return src.status();
       return Status(Code::kBadInput, rel + ": unreadable: " + src.status().message());
     }
     s->src = std::move(*src);

@@ -36,8 +36,16 @@ std::string Render(const std::string& message) {
 
 int Fail(const ds::Status& s) { return ds::Fail(kTool, s, kFlags); }
 
-// Prints per-file errors (at most 20 lines) and returns the exit code they call for.
+// Prints per-file errors (at most 20 lines) and returns the exit code they call for. A run that
+// its storage stopped (an environment error, exit 2: a server gone, a dead disk) says so once,
+// in one line: every file after it failed for the same reason, and a rerun resumes them.
 int ReportErrors(const std::vector<ds::Status>& errors) {
+  for (const ds::Status& e : errors) {
+    if (ds::ExitCode(e) != 2) continue;
+    std::fprintf(stderr, "dssync: %s (%zu file%s not staged; the same command resumes)\n",
+                 Render(e.message()).c_str(), errors.size(), errors.size() == 1 ? "" : "s");
+    return 2;
+  }
   int rc = 0;
   for (size_t i = 0; i < errors.size(); ++i) {
     if (i < 20) std::fprintf(stderr, "dssync: %s\n", Render(errors[i].message()).c_str());

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # nfs:// end to end, against a real NFS server (nfs-ganesha in a network namespace of its own,
 # tests/e2e/nfs_fixture.sh) through libnfs: convert from and to an export, verify/info/ls/cat
-# on it, dssync from it, dsbench replay of it; and the bad inputs: an unreachable server, a
-# wrong export, a permission denied (each one line naming the URL, exit 2, within the timeout),
-# the server killed under a convert (nothing under a final name) and under a dssync (resumed
-# after the restart, byte-identical). docs/nfs.md.
+# on it, dssync from it, dsbench replay (with the RPC bill of a tree and of native shards) and
+# dsbench meta over it, the Python package through the delay line; and the bad inputs: an
+# unreachable server, a wrong export, a permission denied (each one line naming the URL, exit 2,
+# within the timeout), the server killed under a convert (nothing under a final name) and under
+# a dssync (one line, exit 2; rerun after the restart, byte-identical), a stale file handle
+# (named). docs/nfs.md.
 source "$(dirname "$0")/lib.sh"
 : "${DSSYNC:?set DSSYNC}" "${DSBENCH:?set DSBENCH}"
 source "$SRC_DIR/tests/e2e/nfs_fixture.sh"
@@ -163,6 +165,29 @@ for f in local-copy/shard-* local-copy/index.dsi; do
 done
 pass "the server killed under a convert: exit 2, one line naming it, no commit point; --resume finishes it"
 
+# --- the server dies under a dssync reading from it: exit 2 within the timeout, one line naming
+# the URL; after the restart the same command resumes and the copy is byte-identical. (Paused
+# once its first files are staged, as the convert above; --bwlimit keeps it from finishing
+# before the pause.)
+nfs_client "$DSSYNC" "$U/ds?timeout=2" staged2 -q --bwlimit 10MB/s >sync.out 2>sync.err &
+syncpid=$!
+for _ in $(seq 400); do
+  [ "$(find staged2 -type f 2>/dev/null | wc -l)" -ge 2 ] && break
+  sleep 0.01
+done
+pkill -STOP -f "$U/ds?timeout=2 staged2" || true
+nfs_server_down
+pkill -CONT -f "$U/ds?timeout=2 staged2" || true
+set +e; wait $syncpid; rc=$?; set -e
+[ "$rc" -eq 2 ] || { cat sync.err; fail "dssync with the server killed under it: exit $rc, want 2"; }
+[ "$(wc -l <sync.err)" -eq 1 ] || { cat sync.err; fail "not one line"; }
+grep -qF "$U/ds" sync.err || { cat sync.err; fail "the error does not name the URL"; }
+nfs_server_up
+expect_exit 0 nfs_client "$DSSYNC" "$U/ds" staged2 -q
+for f in "$E"/ds/*; do cmp "$f" "staged2/${f#"$E"/ds/}" || fail "dssync after the restart: $f differs"; done
+"$DSPACK" verify staged2 -q
+pass "the server killed under a dssync: exit 2, one line naming it; rerun after the restart, identical"
+
 # --- through the delay line (0.5 ms each way): a TCP connect takes one round trip, >= 1 ms; the
 # dataset reads the same through it
 nfs_delay 500
@@ -183,3 +208,47 @@ cmp ls-delayed.txt ls-local.txt || fail "ls through the delay line differs"
 expect_exit 0 nfs_client "$DSPACK" verify "$NFS_DELAYED_URL/ds"
 nfs_delay_off
 pass "the delay line: a round trip of at least 1 ms; ls and verify through it"
+
+# --- the Python package over nfs:// (through the delay line again): every sample as the local
+# copy gives it. Then a stale file handle: a shard is replaced on the server (a new file under
+# its name) while the reader holds it open, and the server restarts (it no longer holds the old
+# file open, as after a failover): the next read is named as a stale handle, never served from
+# another file. The sanitizer passes build no Python package.
+PYMOD=$(dirname "$(dirname "$DSPACK")")/python
+if [ -f "$PYMOD/dspack/__init__.py" ]; then
+  nfs_delay 500
+  mkfifo replaced restarted
+  nfs_client env PYTHONPATH="$PYMOD" $PY - "$NFS_DELAYED_URL/ds" local-copy "$E/ds" <<'EOF' &
+import os, shutil, sys, dspack
+remote, local, on_server = sys.argv[1:4]
+r, l = dspack.open(remote), dspack.open(local)
+assert len(r) == len(l), (len(r), len(l))
+for i in range(len(l)):
+    assert r[i] == l[i], i
+idx = list(range(0, len(l), 7))
+assert r.read_batch(idx) == l.read_batch(idx)
+shard = os.path.join(on_server, "shard-000000.dsr")
+shutil.copy(shard, shard + ".new")
+os.replace(shard + ".new", shard)
+with open("replaced", "w") as f:
+    f.write("1\n")
+with open("restarted") as f:
+    f.read()
+try:
+    r[0]
+except Exception as e:
+    msg = str(e)
+    assert "stale NFS file handle" in msg and "shard-000000.dsr" in msg, msg
+    assert "\n" not in msg, msg
+else:
+    raise AssertionError("a read through a stale file handle succeeded")
+EOF
+  pypid=$!
+  read -r _ <replaced
+  nfs_server_down
+  nfs_server_up
+  echo >restarted
+  wait $pypid || fail "the Python reader over nfs:// (above)"
+  nfs_delay_off
+  pass "dspack.open(nfs://…) reads what the local copy holds; a shard replaced on the server is a stale handle, named"
+fi

@@ -3,7 +3,7 @@
 # (tests/e2e/nfs_fixture.sh), reached through a delay line of DELAY_US each way (default 500 us:
 # 1 ms round trip). Medians of ROUNDS, the runs interleaved, in one invocation:
 #   N3  dsbench replay --cache cold of the native dataset against the tree it was packed from:
-#       samples/s, and the storage bill of each (ops per sample).
+#       samples/s, and the RPC bill of each (RPCs per sample, per NFS procedure).
 #   N4  dssync of the tree from nfs:// against nfs-cp of each file in a shell loop (what a node
 #       without a mount has: one client process per file); dssync of the native shards against
 #       the link's rate (nfs-cp of one 512 MiB file).
@@ -87,8 +87,11 @@ tree, tree_run = rep("tree")
 nat, nat_run = rep("ds")
 print(f"N3 replay --cache cold: tree {tree:.0f} samples/s, native {nat:.0f} samples/s: native/tree {nat/tree:.1f}x")
 for name, run in (("tree", tree_run), ("native", nat_run)):
-    ops = run["epochs"][0].get("ops")
-    if ops: print(f"   {name} storage ops per sample: " + ", ".join(f"{k} {v/n:.3f}" for k, v in sorted(ops.items()) if isinstance(v, (int, float)) and v))
+    bill = run["epochs"][0].get("rpc_bill")
+    if bill:
+        ops = sorted(bill["ops"].items(), key=lambda kv: -kv[1]["count"])
+        print(f"   {name} RPC bill per sample: " + " + ".join(f"{o['per_sample']:.3f} {k}" for k, o in ops)
+              + f" ({bill['per_sample']:.3f} RPCs; READ p50 {bill['ops'].get('READ', {}).get('lat_ns', {}).get('p50', 0)/1e3:.0f} us)")
 link = 512 * 2**20 / med["link-nfs-cp"]
 print(f"N4 dssync tree {med['tree-dssync']:.2f} s ({n/med['tree-dssync']:.0f} files/s), nfs-cp loop {med['tree-nfs-cp']:.2f} s: "
       f"dssync {med['tree-nfs-cp']/med['tree-dssync']:.1f}x")
