@@ -244,7 +244,14 @@ TrainingCommands::TrainingCommands(CLI::App& app) : f_(std::make_unique<Flags>()
                          "dir,zip,native,lmdb,wds,tfrecord)");
   f->compare->add_option("--cache", f->caches, "cold, warm or cold,warm")->capture_default_str();
   f->compare->add_flag("--no-local", f->no_local,
-                       "Only through the slow file system (needs --meta-latency)");
+                       "Not on local disk: only through the slow file system (--meta-latency) "
+                       "and/or over NFS (--nfs-url)");
+  f->compare->add_option("--nfs-url", f->co.nfs_url,
+                         "Also replay every layout over real NFS: the nfs:// URL at which a "
+                         "server serves WORK_DIR (or --nfs-root) (docs/nfs.md)");
+  f->compare->add_option("--nfs-root", f->co.nfs_root,
+                         "The local directory --nfs-url serves, when it is above WORK_DIR (so "
+                         "that SRC, the dir layout, is read over NFS too; default WORK_DIR)");
   f->compare->add_flag("--label-from-dir", f->co.label_from_dir,
                        "Labels from class folders when building (as dspack convert)");
   f->compare->add_flag("--zip-store", f->zip_store, "Zip members stored, not deflated");
@@ -311,8 +318,13 @@ int TrainingCommands::Run(const std::string& command) {
   auto workers = ParseWorkerList(f->cj.workers);
   if (!workers.ok()) return DsbenchFail(workers.status());
   o.workers = *workers;
-  if (!o.local && !o.slowfs) {
-    return DsbenchFail(Status(Code::kInvalidArgument, "--no-local needs --meta-latency"));
+  if (!o.local && !o.slowfs && o.nfs_url.empty()) {
+    return DsbenchFail(
+        Status(Code::kInvalidArgument, "--no-local needs --meta-latency or --nfs-url"));
+  }
+  if (!o.nfs_url.empty() && o.nfs_url.rfind("nfs://", 0) != 0) {
+    return DsbenchFail(Status(Code::kInvalidArgument,
+                              "--nfs-url " + o.nfs_url + ": give an nfs://SERVER/EXPORT/... URL"));
   }
   bool json = f->cj.format == "json";
   auto world = mpi::World::Start(nullptr, nullptr);

@@ -55,6 +55,24 @@ uint64_t TreeBytes(const std::string& path) {
 std::string ZipPath(const std::string& dir) { return dir + "/dataset.zip"; }
 
 // Builds one layout of src under work/<layout> (complete layouts are reused unless rebuild).
+// Where a layout at `path` is read over NFS: nfs_url + its path below nfs_root.
+Result<std::string> NfsPathOf(const CompareOptions& o, const std::string& path) {
+  std::error_code ec;
+  const std::string& root = o.nfs_root.empty() ? o.work_dir : o.nfs_root;
+  fs::path r = fs::weakly_canonical(root, ec), p = fs::weakly_canonical(path, ec);
+  std::string rel = p.lexically_relative(r).generic_string();
+  if (rel.empty() || rel.rfind("..", 0) == 0) {
+    return Status(Code::kInvalidArgument,
+                  fmt::format("{} is not below {}, the directory `nfs_url` {} serves: put it "
+                              "there (`nfs_root` names a directory above both), or leave its "
+                              "layout out",
+                              path, root, o.nfs_url));
+  }
+  std::string url = o.nfs_url;
+  while (!url.empty() && url.back() == '/') url.pop_back();
+  return rel == "." ? url : url + "/" + rel;
+}
+
 Status Build(const CompareOptions& o, const std::string& layout, CompareBuild* b) {
   b->layout = layout;
   if (layout == "dir") {
@@ -125,7 +143,8 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
                       ": compare needs a directory tree of files to build every layout from "
                       "(extract an archive, or `dspack extract` a dataset, first)");
   }
-  if (o.layouts.empty() || o.caches.empty() || o.workers.empty() || (!o.local && !o.slowfs)) {
+  if (o.layouts.empty() || o.caches.empty() || o.workers.empty() ||
+      (!o.local && !o.slowfs && o.nfs_url.empty())) {
     return Status(Code::kInvalidArgument, "nothing to compare: no layouts, caches or storages");
   }
   for (const auto& l : o.layouts) {
@@ -176,6 +195,9 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
     if (!rank0) DS_RETURN_IF_ERROR(build_all());
   }
   if (res->source_bytes == 0) res->source_bytes = TreeBytes(o.src);
+  if (!o.nfs_url.empty()) {  // every layout reachable over NFS, before the first run
+    for (const auto& b : res->builds) DS_RETURN_IF_ERROR(NfsPathOf(o, b.path).status());
+  }
   // Under mpirun the ranks stop together, before the same run.
   auto stopping = [&]() -> Result<bool> {
     return o.ranks ? AnyRankStopping(*o.ranks->job, "the next run") : Result<bool>(StopRequested());
@@ -200,6 +222,9 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
           ro.workers = w;
           ro.epochs = o.job.epochs + (cache == CacheState::kWarm ? 1 : 0);
           if (storage == "slowfs") ro.slowfs = o.slowfs;
+          if (storage == "nfs") {
+            DS_ASSIGN_OR_RETURN(ro.dataset, NfsPathOf(o, b.path));
+          }
           if (o.ranks) {
             ro.rank = static_cast<uint32_t>(o.ranks->job->rank());
             ro.world = static_cast<uint32_t>(o.ranks->job->size());
@@ -207,7 +232,19 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
             ro.progress = false;
           }
           run.options = ro;
-          DS_RETURN_IF_ERROR(RunReplay(ro, &run.result).Prefixed(b.layout));
+          Status replayed = RunReplay(ro, &run.result);
+          // A layout that cannot be read on this storage at all (LMDB over nfs://: liblmdb maps
+          // a local file) is left out of that storage's table, with the reason; every rank
+          // refuses it alike, at open.
+          if (replayed.code() == Code::kUnsupported && storage != "local") {
+            std::string why = fmt::format("{} {}: {}", storage, b.layout, replayed.message());
+            auto& sk = res->skipped;
+            if (std::find(sk.begin(), sk.end(), why) == sk.end()) sk.push_back(why);
+            say(fmt::format("{:<6} {:<4} {:<9} skipped: {}", storage, Name(cache), b.layout,
+                            replayed.message()));
+            continue;
+          }
+          DS_RETURN_IF_ERROR(replayed.Prefixed(b.layout));
           if (o.ranks) DS_RETURN_IF_ERROR(GatherRun(*o.ranks, &run));
           res->samples = run.result.dataset_samples;
           SummarizeRun(&run);

@@ -62,6 +62,12 @@ struct CompareOptions {
   std::vector<int> workers = {4};       // more than one: a worker sweep
   bool local = true;                    // replay on local storage
   std::optional<SlowfsOptions> slowfs;  // and/or through the slow file system
+  // and/or over real NFS (storage "nfs"): nfs_url is where an NFS server serves the local
+  // directory nfs_root (empty: work_dir); each layout is replayed from nfs_url/<its path below
+  // nfs_root>. A layout outside nfs_root (dir is SRC itself) is an error naming both. Empty
+  // nfs_url: none.
+  std::string nfs_url;
+  std::string nfs_root;
   bool label_from_dir = false;
   bool zip_deflate = true;            // zip members deflated (as `zip -r` does), or stored
   bool rebuild = false;               // rebuild layouts already in WORK_DIR
@@ -126,6 +132,8 @@ struct CompareResult {
   std::string baseline;  // layout the ratios are against
   std::string recommendation;
   bool interrupted = false;
+  // "nfs lmdb: REASON": runs left out because the layout cannot be read on that storage.
+  std::vector<std::string> skipped;
 };
 
 // on_line (optional) is called with a one-line summary as each build and run finishes.
@@ -141,7 +149,7 @@ std::string CompareText(const CompareOptions& options, const CompareResult& resu
 ReplayMode CompareMode(std::optional<ReplayMode> mode, const std::string& layout);
 // The mode's word in reports: "natural" when unset.
 const char* CompareModeName(std::optional<ReplayMode> mode);
-// "local" and/or "slowfs", in that order, as the options ask.
+// "local", "slowfs" and/or "nfs", in that order, as the options ask.
 std::vector<std::string> CompareStorages(const CompareOptions& options);
 // Fills run's summary (medians over the measured epochs; a warm run's first epoch primes the
 // cache and is not counted when there are others) from run->result.

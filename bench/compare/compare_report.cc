@@ -100,7 +100,9 @@ std::vector<std::string> RankLabels(const std::vector<const CompareRun*>& ranked
 }
 
 std::string StorageWords(const CompareOptions& o, const std::string& storage) {
-  return storage == "local" ? "local disk" : "slowfs (" + SlowfsText(*o.slowfs) + ")";
+  if (storage == "local") return "local disk";
+  if (storage == "nfs") return "NFS (" + o.nfs_url + ")";
+  return "slowfs (" + (o.slowfs ? SlowfsText(*o.slowfs) : std::string("?")) + ")";
 }
 
 }  // namespace
@@ -122,6 +124,7 @@ std::vector<std::string> CompareStorages(const CompareOptions& o) {
   std::vector<std::string> s;
   if (o.local) s.push_back("local");
   if (o.slowfs) s.push_back("slowfs");
+  if (!o.nfs_url.empty()) s.push_back("nfs");
   return s;
 }
 
@@ -195,7 +198,7 @@ void RankAndRecommend(const CompareOptions& o, CompareResult* res) {
     }
   }
   // The pick: the best layout where storage hurts most (the slowest storage, cold).
-  std::string storage = o.slowfs ? "slowfs" : "local";
+  std::string storage = !o.nfs_url.empty() ? "nfs" : o.slowfs ? "slowfs" : "local";
   CacheState cache =
       std::find(o.caches.begin(), o.caches.end(), CacheState::kCold) != o.caches.end()
           ? CacheState::kCold
@@ -386,12 +389,14 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
       {"slowfs", o.slowfs ? json{{"meta_latency_s", o.slowfs->meta_latency},
                                  {"read_latency_s", o.slowfs->read_latency}}
                           : json(nullptr)},
+      {"nfs_url", o.nfs_url.empty() ? json(nullptr) : json(o.nfs_url)},
       {"builds", builds},
       {"runs", runs},
       {"ranking", ranking},
       {"sweep", sweep},
       {"baseline", r.baseline},
       {"recommendation", r.recommendation},
+      {"skipped", r.skipped},
       {"interrupted", r.interrupted}};
 }
 
@@ -489,6 +494,8 @@ std::string CompareText(const CompareOptions& o, const CompareResult& r) {
                        run.layout, run.workers, StragglerText(run));
     }
   }
+  for (const auto& why : r.skipped) t += "\nnot run: " + why;
+  if (!r.skipped.empty()) t += "\n";
   t += "\nrecommendation: " + r.recommendation + "\n";
   if (r.interrupted) t += "interrupted: partial results\n";
   return t;

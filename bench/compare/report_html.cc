@@ -66,6 +66,7 @@ std::string Header(const json& c) {
     if (read > 0) lat += (lat.empty() ? "+" : ", +") + svg::Ns(read * 1e9) + " per read";
     facts.emplace_back("slowfs", lat.empty() ? "no added latency" : lat);
   }
+  if (std::string nfs = Str(c, "nfs_url"); !nfs.empty()) facts.emplace_back("nfs", nfs);
   // Where and how it was measured (compare.json's "host"): what a design doc has to quote.
   if (const json& h = c.value("host", json()); h.is_object()) {
     const json& p = h.value("probe", json::object());

@@ -44,7 +44,7 @@ struct Combo {
 struct Model {
   const json& c;
   std::vector<std::string> layouts;  // ranking order of the first combo, then first appearance
-  std::vector<Combo> combos;         // local before slowfs, cold before warm
+  std::vector<Combo> combos;         // local, slowfs, nfs; cold before warm
 
   explicit Model(const json& compare) : c(compare) {
     for (const json& r : Arr(c, "runs")) {
@@ -53,8 +53,8 @@ struct Model {
       if (std::none_of(combos.begin(), combos.end(), same)) combos.push_back(k);
     }
     auto rank = [](const Combo& k) {
-      static const std::string kOrder[] = {"local/cold", "local/warm", "slowfs/cold",
-                                           "slowfs/warm"};
+      static const std::string kOrder[] = {"local/cold",  "local/warm", "slowfs/cold",
+                                           "slowfs/warm", "nfs/cold",   "nfs/warm"};
       return std::find(std::begin(kOrder), std::end(kOrder), k.storage + "/" + k.cache) - kOrder;
     };
     std::stable_sort(combos.begin(), combos.end(),

@@ -413,7 +413,8 @@ class Reader : public LayoutReader {
 
 Result<std::unique_ptr<LayoutReader>> Open(const StorageRef& at, const std::set<std::string>*) {
   // liblmdb maps data.mdb by its path: the pages it reads are no operations of the storage.
-  DS_RETURN_IF_ERROR(RequireMmap(*at.storage, at.path, "LMDB needs a local file: liblmdb maps it"));
+  DS_RETURN_IF_ERROR(RequireMmap(*at.storage, at.storage->Uri(at.path),
+                                 "LMDB needs a local file: liblmdb maps it"));
   auto r = std::make_unique<Reader>();
   DS_RETURN_IF_ERROR(r->Load(at.path));
   return std::unique_ptr<LayoutReader>(std::move(r));

@@ -110,6 +110,26 @@ expect_exit 2 nfs_client "$DSBENCH" meta "$U/nothere" --files 10
 expect_err "$U/nothere"
 pass "dsbench meta nfs://…: every phase over the server, each with its RPC bill; nothing left"
 
+# --- dsbench compare --nfs-url: every layout replayed over NFS beside local disk, each with its
+# RPC bill; LMDB (liblmdb maps a local file) left out of the NFS runs, with the reason
+nfs_client "$DSBENCH" compare "$E/tree" --work-dir "$E/cmp" --nfs-url "$U" --nfs-root "$E" \
+  --layouts dir,native,lmdb --epochs 1 --cache cold --label-from-dir --output-format json \
+  >cmp.json || [ $? -eq 1 ] || fail "compare --nfs-url"
+$PY - cmp.json "$U" <<'EOF'
+import json, sys
+c = json.load(open(sys.argv[1]))["compare"]
+runs = {(r["storage"], r["layout"]): r for r in c["runs"]}
+assert set(runs) == {("local", "dir"), ("local", "native"), ("local", "lmdb"), ("nfs", "dir"),
+                     ("nfs", "native")}, sorted(runs)
+assert runs["nfs", "dir"]["rpc_bill"]["ops"]["LOOKUP"]["per_sample"] == 3, runs["nfs", "dir"]
+assert runs["nfs", "native"]["rpc_bill"]["per_sample"] < 1.2, runs["nfs", "native"]
+assert runs["local", "native"]["rpc_bill"] is None
+assert c["nfs_url"] == sys.argv[2], c["nfs_url"]
+assert len(c["skipped"]) == 1 and c["skipped"][0].startswith("nfs lmdb: "), c["skipped"]
+assert "LMDB needs a local file" in c["skipped"][0] and "nfs://" in c["skipped"][0], c["skipped"]
+EOF
+pass "dsbench compare --nfs-url: each layout over NFS with its RPC bill; LMDB left out, named"
+
 # --- bad input: one line naming the URL, exit 2, within the timeout
 bad=10.213.255.254  # inside 10.213/16, on no namespace's link: nobody answers
 start=$(date +%s)

@@ -11,7 +11,8 @@
 # /run), so plain URLs work as they do against a real server. All traffic stays on the two
 # addresses this fixture assigns inside the namespaces it made.
 # Where ganesha or network namespaces are missing, nfs_start prints "SKIP: why" and exits 77,
-# which ctest reports as skipped (never as passed).
+# which ctest reports as skipped (never as passed). A caller that goes on without NFS (./demo.sh)
+# defines its own nfs_skip that returns; nfs_start then returns 1.
 
 NFS_TAG=${NFS_TAG:-$$}
 NFS_SERVER_NS=dsnfs-$NFS_TAG-s
@@ -35,12 +36,14 @@ nfs_skip() {
 }
 
 nfs_start() {
-  command -v ganesha.nfsd >/dev/null || nfs_skip "ganesha.nfsd is missing (apt-get install nfs-ganesha nfs-ganesha-vfs)"
-  command -v rpcbind >/dev/null || nfs_skip "rpcbind is missing (apt-get install rpcbind)"
+  command -v ganesha.nfsd >/dev/null ||
+    { nfs_skip "ganesha.nfsd is missing (apt-get install nfs-ganesha nfs-ganesha-vfs)"; return 1; }
+  command -v rpcbind >/dev/null || { nfs_skip "rpcbind is missing (apt-get install rpcbind)"; return 1; }
   [ -e /usr/lib/x86_64-linux-gnu/ganesha/libfsalvfs.so ] || ls /usr/lib/*/ganesha/libfsalvfs.so >/dev/null 2>&1 ||
-    nfs_skip "ganesha's VFS FSAL is missing (apt-get install nfs-ganesha-vfs)"
-  [ "$(id -u)" -eq 0 ] || nfs_skip "network namespaces need root"
-  ip netns add "$NFS_SERVER_NS" 2>"$WORK/netns.err" || nfs_skip "ip netns add failed: $(head -1 "$WORK/netns.err")"
+    { nfs_skip "ganesha's VFS FSAL is missing (apt-get install nfs-ganesha-vfs)"; return 1; }
+  [ "$(id -u)" -eq 0 ] || { nfs_skip "network namespaces need root"; return 1; }
+  ip netns add "$NFS_SERVER_NS" 2>"$WORK/netns.err" ||
+    { nfs_skip "ip netns add failed: $(head -1 "$WORK/netns.err")"; return 1; }
   NFS_CLEANUP=1
   ip netns add "$NFS_CLIENT_NS"
   local vs=dsv${NFS_TAG}s vc=dsv${NFS_TAG}c
