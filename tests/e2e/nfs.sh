@@ -189,26 +189,32 @@ pass "the server killed under a convert: exit 2, one line naming it, no commit p
 # the URL; after the restart the same command resumes and the copy is byte-identical. (Paused
 # once its first files are staged, as the convert above; --bwlimit keeps it from finishing
 # before the pause.)
-# One file at a time: with 16 in flight, a small dataset (300 samples under TSan) was all read
-# before the pause, and the run finished without the server.
-nfs_client "$DSSYNC" "$U/ds?timeout=2" staged2 -q --bwlimit 10MB/s --threads 1 >sync.out 2>sync.err &
-syncpid=$!
-for _ in $(seq 400); do
-  [ "$(find staged2 -type f 2>/dev/null | wc -l)" -ge 2 ] && break
-  sleep 0.01
-done
-pkill -STOP -f "$U/ds?timeout=2 staged2" || true
-nfs_server_down
-pkill -CONT -f "$U/ds?timeout=2 staged2" || true
-set +e; wait $syncpid; rc=$?; set -e
-[ "$rc" -eq 2 ] || { cat sync.err; fail "dssync with the server killed under it: exit $rc, want 2"; }
-[ "$(wc -l <sync.err)" -eq 1 ] || { cat sync.err; fail "not one line"; }
-grep -qF "$U/ds" sync.err || { cat sync.err; fail "the error does not name the URL"; }
-nfs_server_up
-expect_exit 0 nfs_client "$DSSYNC" "$U/ds" staged2 -q
-for f in "$E"/ds/*; do cmp "$f" "staged2/${f#"$E"/ds/}" || fail "dssync after the restart: $f differs"; done
-"$DSPACK" verify staged2 -q
-pass "the server killed under a dssync: exit 2, one line naming it; rerun after the restart, identical"
+# Only at full size: at the TSan pass's 300 samples dssync read the whole dataset before the
+# pause, even one file at a time, and finished without the server (CI of 644ee37).
+if [ "$N" -lt 1000 ]; then
+  echo "skip - the server killed under a dssync: needs 1000 samples (this pass: $N)"
+else
+  # One file at a time: with 16 in flight, a small dataset (300 samples under TSan) was all read
+  # before the pause, and the run finished without the server.
+  nfs_client "$DSSYNC" "$U/ds?timeout=2" staged2 -q --bwlimit 10MB/s --threads 1 >sync.out 2>sync.err &
+  syncpid=$!
+  for _ in $(seq 400); do
+    [ "$(find staged2 -type f 2>/dev/null | wc -l)" -ge 2 ] && break
+    sleep 0.01
+  done
+  pkill -STOP -f "$U/ds?timeout=2 staged2" || true
+  nfs_server_down
+  pkill -CONT -f "$U/ds?timeout=2 staged2" || true
+  set +e; wait $syncpid; rc=$?; set -e
+  [ "$rc" -eq 2 ] || { cat sync.err; fail "dssync with the server killed under it: exit $rc, want 2"; }
+  [ "$(wc -l <sync.err)" -eq 1 ] || { cat sync.err; fail "not one line"; }
+  grep -qF "$U/ds" sync.err || { cat sync.err; fail "the error does not name the URL"; }
+  nfs_server_up
+  expect_exit 0 nfs_client "$DSSYNC" "$U/ds" staged2 -q
+  for f in "$E"/ds/*; do cmp "$f" "staged2/${f#"$E"/ds/}" || fail "dssync after the restart: $f differs"; done
+  "$DSPACK" verify staged2 -q
+  pass "the server killed under a dssync: exit 2, one line naming it; rerun after the restart, identical"
+fi
 
 # --- through the delay line (0.5 ms each way): a TCP connect takes one round trip, >= 1 ms; the
 # dataset reads the same through it
