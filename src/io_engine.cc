@@ -1,6 +1,7 @@
 #include "src/io_engine.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -27,6 +28,10 @@ Status IoEngine::RegisterBuffers(std::span<const std::span<char>>) {
 
 Status IoEngine::OpenFile(int) { return Status::Ok(); }
 void IoEngine::CloseFile(int) {}
+Result<int> IoEngine::OpenPath(const std::string& path, bool) {
+  return Status(Code::kUnsupported,
+                fmt::format("{}: the {} engine reads local files by fd", path, name()));
+}
 
 Status ErrnoStatus(ssize_t result, std::string_view what) {
   return Status::FromErrno(static_cast<int>(-result), what);

@@ -62,6 +62,9 @@ struct IoRequest {
 enum EngineFlag : unsigned {
   kEngineSync = 1u << 0,    // Queue completes the request (no real queue depth)
   kEngineMemcpy = 1u << 1,  // no syscall per IO (mmap): O_DIRECT does not apply
+  // The files are remote and the engine opens them (OpenPath) by a path of the storage that
+  // made it (Storage::NewEngine: nfs); there is no local fd, page cache, fsync or trim.
+  kEngineRemote = 1u << 2,
 };
 
 struct EngineCounters {
@@ -100,6 +103,10 @@ class IoEngine {
   // The file hooks (see the header comment). Defaults: nothing to do.
   virtual Status OpenFile(int fd);
   virtual void CloseFile(int fd);
+  // kEngineRemote: opens path (for writing too, if write) and returns the handle that requests
+  // carry in IoRequest::fd; CloseFile(handle) closes it (EngineFile::Adopt). Elsewhere
+  // kUnsupported: the caller opens a local fd and hands it to OpenFile.
+  virtual Result<int> OpenPath(const std::string& path, bool write);
   virtual Status RegisterBuffers(std::span<const std::span<char>> buffers);
   const EngineCounters& counters() const { return counters_; }
   // Starts the counters afresh (an engine reused for a new batch). REQUIRES: inflight() == 0.
@@ -123,6 +130,8 @@ class EngineFile {
     DS_RETURN_IF_ERROR(engine.OpenFile(fd));
     return EngineFile(&engine, fd);
   }
+  // A handle the engine gave (OpenPath): closed with CloseFile when this goes.
+  static EngineFile Adopt(IoEngine& engine, int handle) { return EngineFile(&engine, handle); }
   EngineFile(EngineFile&& o) noexcept : engine_(o.engine_), fd_(o.fd_) { o.engine_ = nullptr; }
   EngineFile& operator=(EngineFile&&) = delete;
   ~EngineFile() {
@@ -135,7 +144,8 @@ class EngineFile {
   int fd_;
 };
 
-// name: "psync", "io_uring", "libaio" or "mmap". io_uring that the kernel refuses (old kernel,
+// name: "psync", "io_uring", "libaio" or "mmap" ("nfs" comes from its storage:
+// Storage::NewEngine). io_uring that the kernel refuses (old kernel,
 // seccomp) is kUnsupported with the reason, so a caller can fall back to psync and say so.
 Result<std::unique_ptr<IoEngine>> MakeEngine(std::string_view name, const EngineOptions& options);
 

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
@@ -43,10 +44,12 @@ struct NfsConnection::Op {
 struct NfsConnection::Loop {
   nfs_context* nfs = nullptr;  // the loop thread's alone once it runs
   int timeout_ms = 0;
-  pid_t pid = ::getpid();  // the process whose thread runs the loop
+  pid_t pid = ::getpid();      // the process whose thread runs the loop
+  bool caller_driven = false;  // Driver::kCaller: no thread; the owner's calls turn the loop
   OwnedFd wake;
   std::mutex mu;  // queue and stopping
   std::deque<std::shared_ptr<Op>> queue;
+  std::deque<std::shared_ptr<Op>> started;  // the loop's: what one turn starts
   bool stopping = false;
   std::thread thread;
   // Loop thread only: every Op libnfs may still call back, kept alive until it does or the
@@ -69,7 +72,7 @@ struct NfsConnection::Loop {
       Wake();
       thread.join();
     }
-    if (nfs) nfs_destroy_context(nfs);  // only if the thread never started
+    if (nfs) Teardown();  // caller-driven, or the thread never started
   }
 
   void Wake() {
@@ -117,60 +120,81 @@ struct NfsConnection::Loop {
     Finish(*op, err, nfs, data);
   }
 
-  void Run() {
+  // One turn of the loop: waits up to wait_ms for the socket or a wake, starts what was queued
+  // and services the socket. False once the connection is closing.
+  bool Step(int wait_ms) {
+    Loop* outer = current;
     current = this;
-    for (;;) {
-      pollfd fds[2] = {{wake.get(), POLLIN, 0}, {-1, 0, 0}};
-      nfds_t n = 1;
-      if (broken.empty()) {
-        fds[1] = {nfs_get_fd(nfs), static_cast<short>(nfs_which_events(nfs)), 0};
-        n = 2;
+    bool go_on = StepHere(wait_ms);
+    current = outer;
+    return go_on;
+  }
+
+  bool StepHere(int wait_ms) {
+    // A caller-driven loop is never woken: it polls the socket alone.
+    pollfd fds[2] = {{caller_driven ? -1 : wake.get(), POLLIN, 0}, {-1, 0, 0}};
+    nfds_t n = 1;
+    if (broken.empty()) {
+      fds[1] = {nfs_get_fd(nfs), static_cast<short>(nfs_which_events(nfs)), 0};
+      n = 2;
+    }
+    if (::poll(fds, n, wait_ms) < 0 && errno != EINTR) return false;
+    if (fds[0].revents & POLLIN) {
+      uint64_t count;
+      [[maybe_unused]] ssize_t r = ::read(wake.get(), &count, sizeof(count));
+    }
+    bool stop;
+    {
+      std::lock_guard lock(mu);
+      if (!queue.empty()) started.swap(queue);  // `started` is empty here: no allocation
+      stop = stopping;
+    }
+    if (stop) {
+      for (auto& op : started) Fail(*op, -ECANCELED, "the connection is closing");
+      return false;
+    }
+    for (auto& op : started) {
+      if (!broken.empty()) {
+        Fail(*op, -EIO, broken);
+        continue;
       }
-      if (::poll(fds, n, kServiceTickMs) < 0 && errno != EINTR) break;
-      if (fds[0].revents & POLLIN) {
-        uint64_t count;
-        [[maybe_unused]] ssize_t r = ::read(wake.get(), &count, sizeof(count));
-      }
-      std::deque<std::shared_ptr<Op>> started;
-      bool stop;
-      {
-        std::lock_guard lock(mu);
-        started.swap(queue);
-        stop = stopping;
-      }
-      if (stop) {
-        for (auto& op : started) Fail(*op, -ECANCELED, "the connection is closing");
-        break;
-      }
-      for (auto& op : started) {
-        if (!broken.empty()) {
-          Fail(*op, -EIO, broken);
-          continue;
-        }
-        inflight[op.get()] = op;
-        int rc = op->start(nfs, &OnCallback, op.get());
-        if (rc < 0) {
-          inflight.erase(op.get());
-          const char* text = nfs_get_error(nfs);
-          std::string why = text && *text ? text : std::strerror(-rc);
-          if (!mounted) broken = why;
-          // libnfs's calls return -1, not an errno, when they cannot even be queued.
-          Fail(*op, rc == -1 ? -EIO : rc, why);
-        }
-      }
-      if (broken.empty() && nfs_service(nfs, n == 2 ? fds[1].revents : 0) < 0) {
+      inflight[op.get()] = op;
+      int rc = op->start(nfs, &OnCallback, op.get());
+      if (rc < 0) {
+        inflight.erase(op.get());
         const char* text = nfs_get_error(nfs);
-        broken = fmt::format("the connection to the server failed: {}",
-                             text && *text ? text : "nfs_service failed");
-        for (auto& [ptr, op] : inflight) Fail(*op, -EIO, broken);
+        std::string why = text && *text ? text : std::strerror(-rc);
+        if (!mounted) broken = why;
+        // libnfs's calls return -1, not an errno, when they cannot even be queued.
+        Fail(*op, rc == -1 ? -EIO : rc, why);
       }
     }
-    // Destroying the context may call back what is still in flight: `current` still points here.
+    started.clear();
+    if (broken.empty() && nfs_service(nfs, n == 2 ? fds[1].revents : 0) < 0) {
+      const char* text = nfs_get_error(nfs);
+      broken = fmt::format("the connection to the server failed: {}",
+                           text && *text ? text : "nfs_service failed");
+      for (auto& [ptr, op] : inflight) Fail(*op, -EIO, broken);
+    }
+    return true;
+  }
+
+  // Destroys the context; what is still in flight is called back (`current` points here) or
+  // failed.
+  void Teardown() {
+    Loop* outer = current;
+    current = this;
     nfs_destroy_context(nfs);
     nfs = nullptr;
     for (auto& [ptr, op] : inflight) Fail(*op, -ECANCELED, "the connection closed");
     inflight.clear();
-    current = nullptr;
+    current = outer;
+  }
+
+  void Run() {
+    while (Step(kServiceTickMs)) {
+    }
+    Teardown();
   }
 
   int Call(const Start& start, const OnReply& on_reply, std::string* error) {
@@ -190,9 +214,15 @@ struct NfsConnection::Loop {
       std::lock_guard lock(mu);
       queue.push_back(op);
     }
-    Wake();
-    std::unique_lock lock(op->mu);
     auto limit = std::chrono::milliseconds(timeout_ms + kBackstopMs);
+    if (caller_driven) {  // this thread is the loop: turn it until the reply
+      const auto deadline = std::chrono::steady_clock::now() + limit;
+      while (!op->done && std::chrono::steady_clock::now() < deadline && Step(kServiceTickMs)) {
+      }
+    } else {
+      Wake();
+    }
+    std::unique_lock lock(op->mu);
     if (!op->cv.wait_for(lock, limit, [&] { return op->done; })) {
       op->abandoned = true;
       if (error) *error = fmt::format("no reply from the server within {} s", limit.count() / 1000);
@@ -204,6 +234,41 @@ struct NfsConnection::Loop {
 };
 
 thread_local NfsConnection::Loop* NfsConnection::Loop::current = nullptr;
+
+Status NfsStatus(int rc, const std::string& what, const std::string& error) {
+  int err = rc < 0 ? -rc : EIO;
+  // libnfs reports an NFS error of a read or write as -EFAULT, with the NFS status in its text
+  // ("NFS: Read failed with NFS3ERR_STALE(-116)"): the errno is the one in the text.
+  if (err == EFAULT) {
+    if (size_t at = error.find("NFS3ERR_"); at != std::string::npos) {
+      if (size_t open = error.find("(-", at); open != std::string::npos) {
+        int parsed = 0;
+        const char* first = error.data() + open + 2;
+        auto [end, ec] = std::from_chars(first, error.data() + error.size(), parsed);
+        if (ec == std::errc() && end != first && parsed > 0) err = parsed;
+      }
+    }
+  }
+  Status base = Status::FromErrno(err, what);
+  std::string message = base.message();
+  if (err == ESTALE) {
+    message = what +
+              ": stale NFS file handle: the file was replaced or removed on the server "
+              "while open, or the server withdrew its export; open it again";
+  } else if (err == EINTR) {
+    // libnfs cancels a call with -EINTR, not for a signal, when no reply came within its
+    // timeout or its connection was lost and could not be re-established.
+    return Status(Code::kIOError,
+                  fmt::format("{}: no reply from the server within the timeout, or the "
+                              "connection to it was lost{}; check that the server is up and "
+                              "reachable",
+                              what, error.empty() ? "" : " (" + error + ")"),
+                  EIO);
+  } else if (err == ETIMEDOUT || err == EIO || err == ECANCELED || err == EFAULT) {
+    if (!error.empty()) message = fmt::format("{}: {}", what, error);
+  }
+  return Status(base.code(), message, err);
+}
 
 NfsConnection::NfsConnection(std::unique_ptr<Loop> loop) : loop_(std::move(loop)) {}
 NfsConnection::~NfsConnection() = default;
@@ -219,8 +284,10 @@ int NfsConnection::Call(const Start& start, const OnReply& on_reply, std::string
   return loop_->Call(start, on_reply, error);
 }
 
-Result<std::unique_ptr<NfsConnection>> NfsConnection::Mount(const NfsTarget& target) {
+Result<std::unique_ptr<NfsConnection>> NfsConnection::Mount(const NfsTarget& target,
+                                                            Driver driver) {
   auto loop = std::make_unique<Loop>();
+  loop->caller_driven = driver == Driver::kCaller;
   loop->timeout_ms = target.timeout_ms;
   int efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (efd < 0) return Status::FromErrno(errno, "eventfd for an NFS connection");
@@ -240,7 +307,7 @@ Result<std::unique_ptr<NfsConnection>> NfsConnection::Mount(const NfsTarget& tar
   nfs_set_timeout(loop->nfs, target.timeout_ms);
   // Listings must see what another writer just did (convert writes, verify lists).
   nfs_set_dircache(loop->nfs, 0);
-  loop->thread = std::thread([l = loop.get()] { l->Run(); });
+  if (!loop->caller_driven) loop->thread = std::thread([l = loop.get()] { l->Run(); });
 
   std::unique_ptr<NfsConnection> conn(new NfsConnection(std::move(loop)));
   std::string error;
@@ -266,6 +333,24 @@ Result<std::unique_ptr<NfsConnection>> NfsConnection::Mount(const NfsTarget& tar
                   fmt::format("cannot reach the NFS server {}: {}", target.server, error), -rc);
   }
   return conn;
+}
+
+nfs_context* NfsConnection::StartContext(std::string* error) {
+  Loop& l = *loop_;
+  if (!l.caller_driven || !l.broken.empty()) {
+    if (error) *error = l.caller_driven ? l.broken : "not a caller-driven connection";
+    return nullptr;
+  }
+  g_calls.fetch_add(1, std::memory_order_relaxed);
+  return l.nfs;
+}
+
+Status NfsConnection::Service(int wait_ms) {
+  Loop& l = *loop_;
+  if (!l.caller_driven) return Status(Code::kInvalidArgument, "Service: not caller-driven");
+  l.Step(wait_ms);
+  if (!l.broken.empty()) return Status(Code::kIOError, l.broken, EIO);
+  return Status::Ok();
 }
 
 }  // namespace ds

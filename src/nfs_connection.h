@@ -44,10 +44,18 @@ class NfsConnection {
   // data the call's result, valid only during the call.
   using OnReply = std::function<void(int err, struct nfs_context* nfs, void* data)>;
 
+  // Who turns the event loop. kOwnThread: the connection's thread, for any number of callers.
+  // kCaller: no thread; the one thread that mounted it turns the loop inside Call and Service,
+  // and issues its own async calls on StartContext() (fio's libnfs engine model: an IO engine of
+  // one worker thread, with no hand-off between threads per RPC). A caller-driven connection is
+  // used by that thread alone.
+  enum class Driver { kOwnThread, kCaller };
+
   // Connects and mounts target.export_path. A server that cannot be reached is kIOError; a
   // refused MOUNT is kNotFound with the server's reason (err() is the errno). The caller names
   // the URL.
-  static Result<std::unique_ptr<NfsConnection>> Mount(const NfsTarget& target);
+  static Result<std::unique_ptr<NfsConnection>> Mount(const NfsTarget& target,
+                                                      Driver driver = Driver::kOwnThread);
   ~NfsConnection();
   NfsConnection(const NfsConnection&) = delete;
   NfsConnection& operator=(const NfsConnection&) = delete;
@@ -55,6 +63,15 @@ class NfsConnection {
   // Runs start on the connection's thread and waits for its reply. Returns the reply's err
   // (>= 0 on success; a negative errno otherwise, with libnfs's text in *error).
   int Call(const Start& start, const OnReply& on_reply, std::string* error);
+
+  // kCaller only: the context, for the caller to issue one async call on it now with its own
+  // callback (counted as a call); the callback runs later inside Service (or Call), or when the
+  // connection is destroyed (with an error). nullptr, with why in *error, once the connection
+  // failed for good.
+  nfs_context* StartContext(std::string* error);
+  // kCaller only: waits up to wait_ms for the server and handles what arrived (the callbacks of
+  // replies and of RPCs that timed out run here). kIOError once the connection failed for good.
+  Status Service(int wait_ms);
 
   // Calls made by every connection of the process so far (src/rpc_bill.cc: a phase that made
   // calls but whose RPCs were not counted has no bill).
@@ -71,5 +88,10 @@ class NfsConnection {
   uint64_t read_max_ = 0;
   uint64_t write_max_ = 0;
 };
+
+// The Status of a failed call: "what: No such file or directory", with libnfs's text where it
+// says more than errno does; an NFS status inside libnfs's -EFAULT text is taken as the errno;
+// a stale handle and a lost connection are named with what to do.
+Status NfsStatus(int rc, const std::string& what, const std::string& error);
 
 }  // namespace ds

@@ -80,6 +80,13 @@ Status Storage::EvictCache(const std::string& path) {
                 fmt::format("{}: {} storage has no page cache here", path, scheme()));
 }
 
+Result<std::unique_ptr<IoEngine>> Storage::NewEngine(const EngineOptions&) {
+  return Status(Code::kUnsupported,
+                fmt::format("{} storage has no IO engine of its own; its files are read by the "
+                            "local engines (psync, io_uring, libaio, mmap)",
+                            scheme()));
+}
+
 Result<PageResidency> Storage::CachedPages(const std::string& path) {
   return Status(Code::kUnsupported,
                 fmt::format("{}: {} storage has no page cache here", path, scheme()));

@@ -39,6 +39,7 @@
 #include <vector>
 
 #include "src/fd.h"
+#include "src/io_engine.h"
 #include "src/page_cache.h"
 #include "src/status.h"
 
@@ -201,6 +202,12 @@ class Storage {
   // Elsewhere kUnsupported: "PATH: SCHEME storage has no page cache here".
   virtual Status EvictCache(const std::string& path);
   virtual Result<PageResidency> CachedPages(const std::string& path);
+
+  // An IO engine of the backend's own for one worker thread (src/io_engine.h, kEngineRemote):
+  // it opens this storage's paths itself and keeps options.depth requests in flight (nfs: its
+  // own connection, fio's libnfs engine). kUnsupported where the backend has none (local: the
+  // engines of MakeEngine read its fds).
+  virtual Result<std::unique_ptr<IoEngine>> NewEngine(const EngineOptions& options);
 };
 
 // "scheme://authority/path": scheme "file" for a plain path. file:// takes no authority.

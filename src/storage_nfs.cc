@@ -33,6 +33,7 @@
 
 #include "src/fd.h"
 #include "src/nfs_connection.h"
+#include "src/nfs_engine.h"
 
 namespace ds {
 namespace {
@@ -89,42 +90,6 @@ FileInfo NfsInfoOf(const nfs_stat_64& st) {
   return info;
 }
 
-// "what: No such file or directory", with libnfs's text where it says more than errno does.
-Status NfsStatus(int rc, const std::string& what, const std::string& error) {
-  int err = rc < 0 ? -rc : EIO;
-  // libnfs reports an NFS error of a read or write as -EFAULT, with the NFS status in its text
-  // ("NFS: Read failed with NFS3ERR_STALE(-116)"): the errno is the one in the text.
-  if (err == EFAULT) {
-    if (size_t at = error.find("NFS3ERR_"); at != std::string::npos) {
-      if (size_t open = error.find("(-", at); open != std::string::npos) {
-        int parsed = 0;
-        const char* first = error.data() + open + 2;
-        auto [end, ec] = std::from_chars(first, error.data() + error.size(), parsed);
-        if (ec == std::errc() && end != first && parsed > 0) err = parsed;
-      }
-    }
-  }
-  Status base = Status::FromErrno(err, what);
-  std::string message = base.message();
-  if (err == ESTALE) {
-    message = what +
-              ": stale NFS file handle: the file was replaced or removed on the server "
-              "while open, or the server withdrew its export; open it again";
-  } else if (err == EINTR) {
-    // libnfs cancels a call with -EINTR, not for a signal, when no reply came within its
-    // timeout or its connection was lost and could not be re-established.
-    return Status(Code::kIOError,
-                  fmt::format("{}: no reply from the server within the timeout, or the "
-                              "connection to it was lost{}; check that the server is up and "
-                              "reachable",
-                              what, error.empty() ? "" : " (" + error + ")"),
-                  EIO);
-  } else if (err == ETIMEDOUT || err == EIO || err == ECANCELED || err == EFAULT) {
-    if (!error.empty()) message = fmt::format("{}: {}", what, error);
-  }
-  return Status(base.code(), message, err);
-}
-
 class NfsStorage;
 
 // Holds the storage while a file lives, so that its connection does.
@@ -136,9 +101,11 @@ struct NfsHandle {
 
 class NfsStorage final : public Storage, public std::enable_shared_from_this<NfsStorage> {
  public:
-  NfsStorage(std::string server, std::string export_path,
-             std::vector<std::unique_ptr<NfsConnection>> conns)
-      : server_(std::move(server)), export_(std::move(export_path)), conns_(std::move(conns)) {}
+  NfsStorage(NfsTarget target, std::vector<std::unique_ptr<NfsConnection>> conns)
+      : server_(target.server),
+        export_(target.export_path),
+        target_(std::move(target)),
+        conns_(std::move(conns)) {}
 
   std::string_view scheme() const override { return "nfs"; }
   StorageCaps caps() const override {
@@ -390,9 +357,20 @@ class NfsStorage final : public Storage, public std::enable_shared_from_this<Nfs
     return std::make_unique<StorageLock>();
   }
 
+  // fio's libnfs engine: a connection of its own per worker, driven by the worker's thread.
+  Result<std::unique_ptr<IoEngine>> NewEngine(const EngineOptions& options) override {
+    auto self = shared_from_this();
+    NfsEnginePaths paths{[self](const std::string& p) { return self->Rel(p); },
+                         [self](const std::string& p) { return self->Uri(p); }};
+    auto engine = MakeNfsEngine(target_, options, std::move(paths));
+    if (!engine.ok()) return engine.status().Prefixed(Uri(export_));
+    return engine;
+  }
+
  private:
   std::string server_;
   std::string export_;
+  NfsTarget target_;
   std::vector<std::unique_ptr<NfsConnection>> conns_;
   std::atomic<size_t> next_{0};
   pid_t pid_ = ::getpid();  // a forked child mounts its own (NfsConnection: the loop's thread)
@@ -694,7 +672,7 @@ Result<std::shared_ptr<Storage>> OpenNfsStorage(const StorageUri& uri) {
       DS_ASSIGN_OR_RETURN(auto more, NfsConnection::Mount(target));
       conns.push_back(std::move(more));
     }
-    auto storage = std::make_shared<NfsStorage>(uri.authority, candidate, std::move(conns));
+    auto storage = std::make_shared<NfsStorage>(target, std::move(conns));
     mounted.by_server.emplace(key, storage);
     return std::shared_ptr<Storage>(std::move(storage));
   }

@@ -22,6 +22,7 @@ struct CloneFile {
   IoPattern pattern;
   WrittenBlocks written;
   uint64_t issued = 0;  // bytes issued to it
+  int io_fd = -1;       // what its requests carry: fd, or a remote engine's handle (OpenPath)
 };
 
 // Opens a test file for the job's direction (O_RDWR to write or trim, O_DIRECT when direct):

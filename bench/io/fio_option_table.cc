@@ -86,10 +86,10 @@ Status SetEngine(Build& b, const std::string& v) {
         "ioengine=posixaio runs as psync (glibc's POSIX AIO is a thread pool issuing "
         "pread/pwrite)";
     b.notes->push_back(kNote);
-  } else if (v == "io_uring" || v == "libaio" || v == "mmap") {
+  } else if (v == "io_uring" || v == "libaio" || v == "mmap" || v == "nfs") {
     b.o.ioengine = v;
   } else {
-    return Bad("ioengine", v, "choose psync, sync, libaio, io_uring, mmap or posixaio");
+    return Bad("ioengine", v, "choose psync, sync, libaio, io_uring, mmap, nfs or posixaio");
   }
   return Status::Ok();
 }
@@ -217,7 +217,10 @@ const Option kOptions[] = {
      DS_SET(DS_ASSIGN_OR_RETURN(b.o.rate, Size("rate", v)))},
     {"rate_iops", nullptr, false, "IOPS cap per job",
      DS_SET_U(rate_iops, "rate_iops", 0, UINT32_MAX)},
-    {"ioengine", nullptr, false, "psync|sync|libaio|io_uring|mmap|posixaio", SetEngine},
+    {"ioengine", nullptr, false, "psync|sync|libaio|io_uring|mmap|nfs|posixaio", SetEngine},
+    {"nfs_url", nullptr, false,
+     "ioengine=nfs: the export, nfs://SERVER/EXPORT[/DIR][?ARGS]; PATH is inside it",
+     DS_SET(b.o.nfs_url = v)},
     {"iodepth_batch_submit", "iodepth_batch", false, "Submit queued requests in groups of N",
      DS_SET_U(iodepth_batch_submit, "iodepth_batch_submit", 1, kMaxIodepth)},
     {"registerfiles", nullptr, true, "io_uring: register the file",

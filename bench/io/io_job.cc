@@ -111,6 +111,19 @@ Status IoJobOptions::Validate() const {
     return Status(Code::kInvalidArgument,
                   "hipri (polled completions) is an io_uring option here; use ioengine=io_uring");
   }
+  if ((o.ioengine == "nfs") != !o.nfs_url.empty()) {
+    return Status(Code::kInvalidArgument,
+                  o.nfs_url.empty()
+                      ? "ioengine=nfs needs `nfs_url`, e.g. nfs_url=nfs://SERVER/EXPORT"
+                      : "`nfs_url` is for ioengine=nfs; add it");
+  }
+  if (o.ioengine == "nfs" &&
+      (o.direct || o.fsync_every || o.end_fsync || Trims(o.rw) || o.verify != VerifyKind::kNone ||
+       o.registerfiles || o.fixedbufs || o.sqthread_poll)) {
+    return Status(Code::kInvalidArgument,
+                  "ioengine=nfs reads and writes through libnfs: no direct, fsync, end_fsync, "
+                  "trim, verify or io_uring options (fio's nfs engine has none either)");
+  }
   if (o.gtod_reduce && o.logs.any()) {
     return Status(Code::kInvalidArgument,
                   "gtod_reduce turns off the per-IO clock that the bw/lat/iops logs are made "
@@ -189,14 +202,31 @@ Result<IoRun> RunTogether(std::span<const IoJobOptions> in, const IoHooks& hooks
   std::vector<std::pair<TestFile, size_t>> made;  // and the spec that made it
   auto cleanup = [&] {
     for (const auto& [f, s] : made) {
-      if (f.created && !specs[s].keep) ::unlink(f.path.c_str());
+      if (f.created && !specs[s].keep) {
+        if (specs[s].ioengine == "nfs") {
+          RemoveRemoteTestFile(specs[s], f.path);
+        } else {
+          ::unlink(f.path.c_str());
+        }
+      }
     }
   };
   Status ready;
   for (size_t s = 0; s < specs.size() && ready.ok(); s++) {
     IoJobOptions& o = specs[s];
+    const bool remote = o.ioengine == "nfs";
     struct stat st;
-    const bool own = o.file_name.empty() && ::stat(o.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    bool own = false;
+    if (remote && o.file_name.empty()) {
+      auto dir = RemoteTargetIsDir(o);
+      if (!dir.ok()) {
+        ready = dir.status();
+        break;
+      }
+      own = *dir;
+    } else if (!remote) {
+      own = o.file_name.empty() && ::stat(o.path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+    }
     if (!own && o.nrfiles > 1) {
       ready = Status(Code::kInvalidArgument,
                      fmt::format("job {}: nrfiles={} makes the files {}.N.F in a directory; give "
@@ -213,7 +243,7 @@ Result<IoRun> RunTogether(std::span<const IoJobOptions> in, const IoHooks& hooks
       for (unsigned k = 0; k < o.nrfiles && ready.ok(); k++) {
         IoJobOptions oc = o;
         if (own) oc.file_name = fmt::format("{}.{}.{}", o.name, c, k);
-        auto f = PrepareTestFile(oc);
+        auto f = remote ? PrepareRemoteTestFile(oc) : PrepareTestFile(oc);
         if (!f.ok()) {
           ready = f.status();
           break;

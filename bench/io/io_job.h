@@ -99,6 +99,8 @@ struct IoJobOptions {
   bool time_based = false;  // keep going over the file until runtime
   double ramp_time = 0;     // seconds not counted
   std::string ioengine = "psync";
+  // ioengine=nfs: the export, nfs://SERVER/EXPORT[/DIR][?ARGS] (fio's nfs_url); PATH is inside it.
+  std::string nfs_url;
   bool registerfiles = false;  // io_uring: register the file (fio's registerfiles)
   bool fixedbufs = false;      // io_uring: register the IO buffers (fio's fixedbufs)
   bool sqthread_poll = false;  // io_uring: a kernel thread polls the SQ (fio's sqthread_poll)
@@ -225,6 +227,17 @@ struct TestFile {
 // checks of the file comment apply. RunIoJobs calls it; an MPI run's rank 0 calls it to lay out
 // the one file that every rank shares.
 Result<TestFile> PrepareTestFile(IoJobOptions& o);
+
+// ioengine=nfs (bench/io/remote_files.cc): the test files live on the export that nfs_url names,
+// and PATH (fio's filename / directory) is inside it; TestFile::path is then a path of that
+// URL's storage. RemoteJobUrl joins nfs_url and path; RemoteTargetIsDir says whether the job's
+// PATH is a directory there; PrepareRemoteTestFile is PrepareTestFile's counterpart (a missing
+// file is laid out through the storage and published whole; an existing one is the user's:
+// written only with allow_overwrite); RemoveRemoteTestFile removes one it made.
+std::string RemoteJobUrl(const IoJobOptions& o, const std::string& path);
+Result<bool> RemoteTargetIsDir(const IoJobOptions& o);
+Result<TestFile> PrepareRemoteTestFile(IoJobOptions& o);
+void RemoveRemoteTestFile(const IoJobOptions& o, const std::string& path);
 
 // One clone's progress while it runs (IoHooks::live).
 struct LiveJob {

@@ -24,6 +24,7 @@
 #include "src/page_cache.h"
 #include "src/random.h"
 #include "src/stop.h"
+#include "src/storage.h"
 #include "src/system_probe.h"
 
 namespace ds::bench {
@@ -112,18 +113,33 @@ class Clone {
     eo.depth = o_.iodepth;
     eo.sqpoll = o_.sqthread_poll;
     eo.iopoll = o_.hipri;
-    DS_ASSIGN_OR_RETURN(engine_, MakeEngine(o_.ioengine, eo));
+    if (o_.ioengine == "nfs") {  // the engine of the URL's storage: a connection of its own
+      DS_ASSIGN_OR_RETURN(StorageRef at, OpenStorage(o_.nfs_url));
+      DS_ASSIGN_OR_RETURN(engine_, at.storage->NewEngine(eo));
+    } else {
+      DS_ASSIGN_OR_RETURN(engine_, MakeEngine(o_.ioengine, eo));
+    }
     sync_engine_ = (engine_->flags() & kEngineSync) != 0;
+    const bool remote = (engine_->flags() & kEngineRemote) != 0;
     sizes_ = o_.IoSizes();
     verify_ = o_.verify != VerifyKind::kNone;
     std::vector<int> fds;
     for (const auto& p : paths) {
-      DS_ASSIGN_OR_RETURN(OwnedFd fd, OpenTestFile(o_, p));
-      if (o_.invalidate) EvictPages(fd.get());
-      fds.push_back(fd.get());
+      OwnedFd fd;
+      int io_fd = -1;
+      if (remote) {  // no local fd or page cache: the engine opens the file by its path
+        DS_ASSIGN_OR_RETURN(io_fd, engine_->OpenPath(p, Writes(o_.rw)));
+        engine_files_.push_back(EngineFile::Adopt(*engine_, io_fd));
+      } else {
+        DS_ASSIGN_OR_RETURN(fd, OpenTestFile(o_, p));
+        if (o_.invalidate) EvictPages(fd.get());
+        io_fd = fd.get();
+        fds.push_back(io_fd);
+      }
       files_.push_back({p, std::move(fd),
                         IoPattern(sizes_, o_.distribution, o_.size, IsRandom(o_.rw)),
                         verify_ ? WrittenBlocks(o_.size, o_.bs) : WrittenBlocks()});
+      files_.back().io_fd = io_fd;
     }
     for (int fd : fds) {
       DS_ASSIGN_OR_RETURN(EngineFile f, EngineFile::Open(*engine_, fd));
@@ -308,7 +324,7 @@ class Clone {
     free_slots_.pop_back();
     IoRequest& r = reqs_[slot];
     r = IoRequest{write ? IoRequest::Op::kWrite : IoRequest::Op::kRead,
-                  f.fd.get(),
+                  f.io_fd,
                   bufs_[slot].data(),
                   io.len,
                   o_.offset + io.offset,
