@@ -2,7 +2,7 @@
 # nfs:// end to end, against a real NFS server (nfs-ganesha in a network namespace of its own,
 # tests/e2e/nfs_fixture.sh) through libnfs: convert from and to an export, verify/info/ls/cat
 # on it, dssync from it, dsbench replay (with the RPC bill of a tree and of native shards) and
-# dsbench meta over it, the Python package through the delay line; and the bad inputs: an
+# dsbench meta and dsbench io --ioengine nfs over it, the Python package through the delay line; and the bad inputs: an
 # unreachable server, a wrong export, a permission denied (each one line naming the URL, exit 2,
 # within the timeout), the server killed under a convert (nothing under a final name) and under
 # a dssync (one line, exit 2; rerun after the restart, byte-identical), a stale file handle
@@ -109,6 +109,44 @@ ls "$E" | grep -q dsbench-meta && fail "dsbench meta left its directory on the s
 expect_exit 2 nfs_client "$DSBENCH" meta "$U/nothere" --files 10
 expect_err "$U/nothere"
 pass "dsbench meta nfs://…: every phase over the server, each with its RPC bill; nothing left"
+
+# --- dsbench io --ioengine nfs (fio's libnfs engine, src/nfs_engine.h): a file on the export read
+# with 16 READs in flight, every byte counted; a test file laid out through the export in a
+# directory, written, and removed after (kept with --keep); the bad inputs named, exit 2
+head -c 4M /dev/urandom >"$E/io.dat"
+nfs_client "$DSBENCH" io --ioengine nfs --nfs_url "$U" --filename io.dat --rw randread --bs 4k \
+  --iodepth 16 --output-format json >io.json
+mkdir "$E/iodir"
+nfs_client "$DSBENCH" io --ioengine nfs --nfs_url "$U/iodir" --name w --rw write --bs 64k \
+  --size 2M --iodepth 8 --output-format json >iow.json
+[ -z "$(ls "$E/iodir")" ] || fail "dsbench io left its test file on the server: $(ls "$E/iodir")"
+nfs_client "$DSBENCH" io --ioengine nfs --nfs_url "$U/iodir" --name k --rw randwrite --bs 4k \
+  --size 1M --iodepth 4 --keep >/dev/null
+[ "$(stat -c %s "$E/iodir/k.0.0")" -eq 1048576 ] || fail "--keep: $(ls -l "$E/iodir")"
+$PY - io.json iow.json <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))["jobs"][0]
+assert r["job options"]["ioengine"] == "nfs", r["job options"]
+assert r["read"]["io_bytes"] == 4 << 20 and r["read"]["total_ios"] == 1024, r["read"]
+assert r["read"]["short_ios"] == 0, r["read"]
+assert float(r["iodepth_level"]["16"]) > 50, r["iodepth_level"]
+w = json.load(open(sys.argv[2]))["jobs"][0]
+assert w["write"]["io_bytes"] == 2 << 20 and w["write"]["total_ios"] == 32, w["write"]
+EOF
+expect_exit 2 nfs_client "$DSBENCH" io --ioengine nfs --rw read --bs 4k --size 1M
+expect_err "needs --nfs_url"
+expect_exit 2 nfs_client "$DSBENCH" io --ioengine nfs --nfs_url "$U" --filename nothere --rw read
+expect_err "$U/nothere: not there yet"
+expect_exit 2 nfs_client "$DSBENCH" io --ioengine nfs --nfs_url "$U" --filename io.dat \
+  --rw write --bs 4k
+expect_err "$U/io.dat: an existing file"
+expect_exit 2 nfs_client "$DSBENCH" io --ioengine nfs --nfs_url "$U" --filename io.dat \
+  --rw read --bs 4k --direct 1
+expect_err "no direct"
+expect_exit 2 nfs_client "$DSBENCH" io --ioengine nfs --nfs_url "nfs://10.213.255.254/export" \
+  --rw read --bs 4k --size 1M --nfs-timeout 3
+expect_err "cannot reach the NFS server 10.213.255.254"
+pass "dsbench io --ioengine nfs: READs in flight, bytes counted, test files laid out and removed"
 
 # --- dsbench compare --nfs-url: every layout replayed over NFS beside local disk, each with its
 # RPC bill; LMDB (liblmdb maps a local file) left out of the NFS runs, with the reason
