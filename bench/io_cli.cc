@@ -9,7 +9,9 @@
 #include "bench/io/io_live.h"
 #include "src/cli_args.h"
 #include "src/fd.h"
+#include "src/rpc_bill.h"
 #include "src/stop.h"
+#include "src/storage.h"
 #include "src/system_probe.h"
 
 namespace ds::bench {
@@ -64,6 +66,11 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
                                       "several sections, no --output); each rank is one client"));
     }
     IoJobOptions& o = jobs[0];
+    if (o.ioengine == "nfs") {
+      return FailRank(**world, Status(Code::kInvalidArgument,
+                                      "ioengine=nfs runs in one process here, not under mpirun "
+                                      "(docs/nfs.md); give `numjobs` for more connections"));
+    }
     SystemProbe probe = ProbeSystem(WithRank(o.path, (*world)->rank()));
     o.disk_device = probe.block_device;
     return RunIoRanks(**world, o, mpi_io, probe);
@@ -93,7 +100,26 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
       live.Update(js, s, done);
     };
   }
+  // The RPC bill of the run (src/rpc_bill.h): libnfs's calls for ioengine=nfs, the kernel
+  // client's counters for a PATH on an NFS mount; none elsewhere. It covers the whole run, the
+  // test file's layout too.
+  RpcBillProbe rpc;
+  if (jobs[0].ioengine == "nfs") {
+    if (auto at = OpenStorage(RemoteJobUrl(jobs[0], jobs[0].path)); at.ok())
+      rpc = RpcBillProbe::For(*at->storage, at->path);
+  } else {
+    rpc = RpcBillProbe::For(*LocalStorage(), where);
+  }
+  rpc.Start();
   auto r = RunIoJobs(jobs, hooks);
+  const std::optional<RpcBill> bill = r.ok() ? rpc.Stop() : std::nullopt;
+  uint64_t ios = 0, bytes = 0;
+  if (r.ok()) {
+    for (const auto& j : r->jobs) {
+      ios += j.read.ios + j.write.ios;
+      bytes += j.read.io_bytes + j.write.io_bytes;
+    }
+  }
   if (!r.ok() && r.status().code() == Code::kUnsupported) {  // asked for explicitly
     return DsbenchFail(
         Status(r.status().code(), r.status().message() + "; rerun with --ioengine psync"));
@@ -104,12 +130,16 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
     if (f == "normal") {
       report += probe.ToText();
       report += JobsText(jobs, *r);
+      if (bill)
+        report += fmt::format("RPCs ({}): {}\n", bill->source, FormatRpcBill(*bill, ios, "IO"));
       if (StopRequested()) report += "interrupted: partial results above\n";
     } else if (f == "terse") {
       report += JobsTerse(jobs, *r);
     } else {
       auto j = JobsJson(jobs, *r, f == "json+", spec.global_given);
-      j["dsbench"] = {{"probe", probe.ToJson()}, {"interrupted", StopRequested()}};
+      j["dsbench"] = {{"probe", probe.ToJson()},
+                      {"interrupted", StopRequested()},
+                      {"rpc_bill", bill ? RpcBillJson(*bill, ios, bytes, "io") : nlohmann::json()}};
       report += DumpJson(j) + "\n";
     }
   }

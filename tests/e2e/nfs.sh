@@ -130,6 +130,8 @@ assert r["job options"]["ioengine"] == "nfs", r["job options"]
 assert r["read"]["io_bytes"] == 4 << 20 and r["read"]["total_ios"] == 1024, r["read"]
 assert r["read"]["short_ios"] == 0, r["read"]
 assert float(r["iodepth_level"]["16"]) > 50, r["iodepth_level"]
+bill = json.load(open(sys.argv[1]))["dsbench"]["rpc_bill"]
+assert bill["source"] == "libnfs" and bill["ops"]["READ"]["per_io"] == 1, bill
 w = json.load(open(sys.argv[2]))["jobs"][0]
 assert w["write"]["io_bytes"] == 2 << 20 and w["write"]["total_ios"] == 32, w["write"]
 EOF

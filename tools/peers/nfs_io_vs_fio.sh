@@ -45,6 +45,7 @@ for round in $(seq "$ROUNDS"); do
         >"$WORK/ds.json" 2>"$WORK/ds.err" || { cat "$WORK/ds.err"; exit 1; }
       if [ "$ok_fio" = 0 ]; then
         echo "fio $key hung" >>"$results"
+        pkill -KILL -f "^$FIO_NFS " || true  # its forked job outlives the killed parent
         sed 's/^/  fio: /' "$WORK/fio.err" | sort | uniq -c | head -3 >&2
       fi
       for t in fio ds; do
