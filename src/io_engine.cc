@@ -28,6 +28,9 @@ Status IoEngine::RegisterBuffers(std::span<const std::span<char>>) {
 
 Status IoEngine::OpenFile(int) { return Status::Ok(); }
 void IoEngine::CloseFile(int) {}
+Status IoEngine::RequestError(const IoRequest& r, std::string_view what) const {
+  return ErrnoStatus(r.result, what);
+}
 Result<int> IoEngine::OpenPath(const std::string& path, bool) {
   return Status(Code::kUnsupported,
                 fmt::format("{}: the {} engine reads local files by fd", path, name()));

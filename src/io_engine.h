@@ -107,6 +107,9 @@ class IoEngine {
   // carry in IoRequest::fd; CloseFile(handle) closes it (EngineFile::Adopt). Elsewhere
   // kUnsupported: the caller opens a local fd and hands it to OpenFile.
   virtual Result<int> OpenPath(const std::string& path, bool write);
+  // The Status of a request that failed (r.result < 0), starting with `what`: ErrnoStatus, or
+  // what the engine knows more (nfs: the server's or libnfs's reason, a lost connection named).
+  virtual Status RequestError(const IoRequest& r, std::string_view what) const;
   virtual Status RegisterBuffers(std::span<const std::span<char>> buffers);
   const EngineCounters& counters() const { return counters_; }
   // Starts the counters afresh (an engine reused for a new batch). REQUIRES: inflight() == 0.

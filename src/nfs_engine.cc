@@ -33,7 +33,9 @@ class NfsEngine final : public IoEngine {
   }
 
   ~NfsEngine() override {
-    // Destroying the connection calls back what is in flight; its slots are still here.
+    // Destroying the connection calls back what is in flight: the slots are still here, and
+    // cleared first, so that no request of the caller is touched any more.
+    for (Slot& slot : slots_) slot = {this, nullptr, 0, false};
     conn_.reset();
   }
 
@@ -67,6 +69,15 @@ class NfsEngine final : public IoEngine {
     if (it == files_.end()) return;
     nfsfh* fh = it->second;
     files_.erase(it);
+    // READs and WRITEs still in flight on the handle (a run that failed midway) complete, or
+    // fail as overdue, before libnfs frees it.
+    auto busy = [&] {
+      for (const Slot& slot : slots_) {
+        if (slot.r && slot.r->fd == fd) return true;
+      }
+      return false;
+    };
+    while (busy() && conn_->Service(kServiceTickMs).ok()) FailOverdue();
     std::string error;
     conn_->Call([&](nfs_context* nfs, NfsConnection::Callback cb,
                     void* p) { return nfs_close_async(nfs, fh, cb, p); },
@@ -148,9 +159,21 @@ class NfsEngine final : public IoEngine {
         .count();
   }
 
-  static void OnReply(int err, nfs_context*, void* data, void* private_data) {
+  Status RequestError(const IoRequest& r, std::string_view what) const override {
+    return NfsStatus(static_cast<int>(r.result), std::string(what), last_error_);
+  }
+
+  static void OnReply(int err, nfs_context* nfs, void* data, void* private_data) {
     auto* slot = static_cast<Slot*>(private_data);
     NfsEngine* e = slot->engine;
+    if (err < 0 && slot->r) {
+      // libnfs's text: data, except for a READ's or WRITE's NFS error (-EFAULT), where data is
+      // the reply and the text is the context's (src/nfs_connection.cc, Finish).
+      const char* text =
+          err != -EFAULT && err != -ENOMEM && data ? static_cast<const char*>(data) : nullptr;
+      if ((!text || !*text) && nfs) text = nfs_get_error(nfs);
+      e->last_error_ = text ? text : "";
+    }
     if (!slot->r) {  // failed here as overdue: the late reply frees its slot
       if (slot->abandoned) {
         slot->abandoned = false;
@@ -205,6 +228,7 @@ class NfsEngine final : public IoEngine {
   std::deque<IoRequest*> done_;
   unsigned inflight_ = 0;
   unsigned started_ = 0;
+  std::string last_error_;  // libnfs's text of the last request that failed
 };
 
 }  // namespace

@@ -113,9 +113,11 @@ class Clone {
     eo.depth = o_.iodepth;
     eo.sqpoll = o_.sqthread_poll;
     eo.iopoll = o_.hipri;
+    std::shared_ptr<Storage> storage;
     if (o_.ioengine == "nfs") {  // the engine of the URL's storage: a connection of its own
       DS_ASSIGN_OR_RETURN(StorageRef at, OpenStorage(o_.nfs_url));
       DS_ASSIGN_OR_RETURN(engine_, at.storage->NewEngine(eo));
+      storage = at.storage;
     } else {
       DS_ASSIGN_OR_RETURN(engine_, MakeEngine(o_.ioengine, eo));
     }
@@ -136,7 +138,7 @@ class Clone {
         io_fd = fd.get();
         fds.push_back(io_fd);
       }
-      files_.push_back({p, std::move(fd),
+      files_.push_back({storage ? storage->Uri(p) : p, std::move(fd),
                         IoPattern(sizes_, o_.distribution, o_.size, IsRandom(o_.rw)),
                         verify_ ? WrittenBlocks(o_.size, o_.bs) : WrittenBlocks()});
       files_.back().io_fd = io_fd;
@@ -372,7 +374,7 @@ class Clone {
               " (hipri: this device or file system cannot poll for completions; it needs "
               "direct=1 and a block device with poll queues, e.g. nvme poll_queues=N)";
         }
-        return ErrnoStatus(r->result, what);
+        return engine_->RequestError(*r, what);
       }
       const auto bytes = static_cast<uint64_t>(r->result);
       landed += bytes;
@@ -459,14 +461,16 @@ class Clone {
   const IoClock& clock_;
 
   std::unique_ptr<IoLogs> logs_;
+  // Before the engine: a run that fails with requests in flight closes its files and drops the
+  // engine while they may still complete into these.
+  std::vector<AlignedBuffer> bufs_;
+  std::vector<IoRequest> reqs_;
   std::unique_ptr<IoEngine> engine_;
   bool sync_engine_ = false;
   BlockSizes sizes_;
   bool verify_ = false;
   std::vector<CloneFile> files_;
   std::vector<EngineFile> engine_files_;  // after files_: handed back before the fds close
-  std::vector<AlignedBuffer> bufs_;
-  std::vector<IoRequest> reqs_;
   std::vector<int64_t> issued_;
   std::vector<size_t> slot_file_;
   std::vector<IoRequest*> done_;

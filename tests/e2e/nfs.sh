@@ -150,6 +150,28 @@ expect_exit 2 nfs_client "$DSBENCH" io --ioengine nfs --nfs_url "nfs://10.213.25
 expect_err "cannot reach the NFS server 10.213.255.254"
 pass "dsbench io --ioengine nfs: READs in flight, bytes counted, test files laid out and removed"
 
+# The server dies under the run: one line naming the file and the offset, exit 2, within the
+# timeout; the requests in flight are drained before the file is closed. (Killed once the run's
+# first status report shows it reading.)
+nfs_client "$DSBENCH" io --ioengine nfs --nfs_url "$U" --filename io.dat --rw randread --bs 4k \
+  --iodepth 16 --time_based --runtime 60 --nfs-timeout 2 --status-interval 100ms \
+  >io-kill.out 2>io-kill.err &
+io_pid=$!
+reading() { grep -q " ([1-9][0-9]* IOs) so far" io-kill.out; }
+for _ in $(seq 300); do reading && break; sleep 0.1; done
+reading || fail "dsbench io showed no progress: $(cat io-kill.err)"
+nfs_server_down
+start=$(date +%s)
+rc=0
+wait "$io_pid" || rc=$?
+nfs_server_up
+[ "$rc" -eq 2 ] || fail "dsbench io with the server gone: exit $rc, not 2: $(cat io-kill.err)"
+[ $(( $(date +%s) - start )) -le 15 ] || fail "it took $(( $(date +%s) - start )) s"
+grep -q "^dsbench: $U/io.dat: read of 4096 at offset [0-9]*: no reply from the server" io-kill.err ||
+  fail "not named: $(cat io-kill.err)"
+[ "$(wc -l <io-kill.err)" -eq 1 ] || fail "not one line: $(cat io-kill.err)"
+pass "dsbench io --ioengine nfs: the server killed mid-run is one line with the file and offset"
+
 # --- dsbench compare --nfs-url: every layout replayed over NFS beside local disk, each with its
 # RPC bill; LMDB (liblmdb maps a local file) left out of the NFS runs, with the reason
 nfs_client "$DSBENCH" compare "$E/tree" --work-dir "$E/cmp" --nfs-url "$U" --nfs-root "$E" \
