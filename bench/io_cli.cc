@@ -80,7 +80,9 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
   if (mpi_io.repetitions > 1) return DsbenchFail(NeedsMpi("--repetitions"));
   // A --filename that the run will create: probe the directory it goes in.
   std::string where = jobs[0].path;
-  if (::access(where.c_str(), F_OK) != 0) {
+  if (jobs[0].ioengine == "nfs") {
+    where = RemoteJobUrl(jobs[0], jobs[0].path);
+  } else if (::access(where.c_str(), F_OK) != 0) {
     size_t slash = where.find_last_of('/');
     where = slash == std::string::npos ? "." : where.substr(0, slash + 1);
   }
@@ -113,13 +115,18 @@ int RunIoCommand(const FioSpec& spec, MpiIoFlags mpi_io, double mpi_timeout, int
   rpc.Start();
   auto r = RunIoJobs(jobs, hooks);
   const std::optional<RpcBill> bill = r.ok() ? rpc.Stop() : std::nullopt;
+  // Per IO over every IO the engines did, the ramp's too; per GiB only without a ramp (the
+  // bytes are counted after it).
   uint64_t ios = 0, bytes = 0;
+  bool ramp = false;
   if (r.ok()) {
     for (const auto& j : r->jobs) {
-      ios += j.read.ios + j.write.ios;
+      ios += j.engine_ios;
       bytes += j.read.io_bytes + j.write.io_bytes;
     }
   }
+  for (const auto& o : jobs) ramp = ramp || o.ramp_time > 0;
+  if (ramp) bytes = 0;
   if (!r.ok() && r.status().code() == Code::kUnsupported) {  // asked for explicitly
     return DsbenchFail(
         Status(r.status().code(), r.status().message() + "; rerun with --ioengine psync"));

@@ -11,6 +11,7 @@
 #include <mutex>
 
 #include "src/checksum.h"
+#include "src/io_engine.h"
 #include "src/storage_nfs.h"
 
 namespace ds {

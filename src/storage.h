@@ -39,11 +39,13 @@
 #include <vector>
 
 #include "src/fd.h"
-#include "src/io_engine.h"
 #include "src/page_cache.h"
 #include "src/status.h"
 
 namespace ds {
+
+class IoEngine;        // src/io_engine.h (internal: not installed)
+struct EngineOptions;  // src/io_engine.h
 
 enum class FileType : uint8_t { kRegular, kDirectory, kSymlink, kFifo, kSocket, kDevice, kOther };
 

@@ -109,6 +109,10 @@ static std::string ReadSmall(const std::string& path) {
   return ss.str();
 }
 
+// The path's file system, mount and block device; the memory figures.
+static void ProbeLocalPath(const std::string& path, SystemProbe* out);
+static void ProbeMemory(SystemProbe* out);
+
 SystemProbe ProbeSystem(const std::string& path) {
   SystemProbe p;
   p.path = path;
@@ -123,6 +127,18 @@ SystemProbe ProbeSystem(const std::string& path) {
     p.date = when;
   }
   p.cores = std::thread::hardware_concurrency();
+  if (size_t colon = path.find("://"); colon != std::string::npos && colon > 0) {
+    p.fs_type = path.substr(0, colon);  // nfs://, s3://: reached by the tools, no local mount
+    p.remote = true;
+  } else {
+    ProbeLocalPath(path, &p);
+  }
+  ProbeMemory(&p);
+  return p;
+}
+
+void ProbeLocalPath(const std::string& path, SystemProbe* out) {
+  SystemProbe& p = *out;
   struct statfs sf;
   if (::statfs(path.c_str(), &sf) == 0) {
     p.fs_type = FsTypeName(static_cast<uint64_t>(sf.f_type));
@@ -168,6 +184,10 @@ SystemProbe ProbeSystem(const std::string& path) {
   } else {
     p.notes.push_back("no mount found for " + abs);
   }
+}
+
+void ProbeMemory(SystemProbe* out) {
+  SystemProbe& p = *out;
   std::istringstream mi(ReadSmall("/proc/meminfo"));
   std::string key;
   uint64_t kb;
@@ -188,7 +208,6 @@ SystemProbe ProbeSystem(const std::string& path) {
     else if (key == "Writeback:")
       p.writeback = bytes;
   }
-  return p;
 }
 
 nlohmann::json SystemProbe::ToJson() const {
@@ -197,6 +216,7 @@ nlohmann::json SystemProbe::ToJson() const {
           {"date", date},
           {"path", path},
           {"fs_type", fs_type},
+          {"remote", remote},
           {"mount",
            {{"point", mount_point},
             {"fstype", mount_fstype},
@@ -217,9 +237,13 @@ nlohmann::json SystemProbe::ToJson() const {
 
 std::string SystemProbe::ToText() const {
   std::string s = fmt::format("host {}, kernel {}, {}\n", host, kernel, date);
-  s += fmt::format("path {}: {} ({}) on {} mounted at {}\n", path, fs_type, mount_fstype,
-                   mount_source, mount_point);
-  s += fmt::format("  mount options: {}\n", mount_options);
+  if (remote) {
+    s += fmt::format("path {}: {}, reached without a local mount\n", path, fs_type);
+  } else {
+    s += fmt::format("path {}: {} ({}) on {} mounted at {}\n", path, fs_type, mount_fstype,
+                     mount_source, mount_point);
+    s += fmt::format("  mount options: {}\n", mount_options);
+  }
   if (!block_device.empty()) {
     s += fmt::format("  block device {}: scheduler {}, read_ahead_kb {}\n", block_device, scheduler,
                      read_ahead_kb);

@@ -17,6 +17,8 @@ struct SystemProbe {
   std::string date;    // when probed, UTC, ISO 8601 ("2026-12-02T12:30:00Z")
   std::string path;
   std::string fs_type;  // from statfs magic: ext4, xfs, btrfs, tmpfs, nfs, lustre, gpfs, fuse...
+  // path is a URL (nfs://, s3://): fs_type is its scheme; no mount or block device is probed.
+  bool remote = false;
   std::string mount_point;    // from mountinfo: the longest mount point containing path
   std::string mount_source;   // device or server:/export
   std::string mount_fstype;   // mountinfo's type (e.g. "fuse.dsbench-slowfs", "nfs4")

@@ -199,6 +199,9 @@ struct JobResult {
   DepthStats depth;
   uint64_t syncs = 0;            // fsyncs issued (fio's sync block)
   uint64_t verified_blocks = 0;  // verify: blocks read back and checked after the job
+  // Every IO the engine completed, the ramp's too: what a count taken over the whole run (the
+  // RPC bill) is divided by.
+  uint64_t engine_ios = 0;
   LatencyHistogram sync_lat;
 };
 

@@ -9,8 +9,8 @@
 #include <ctime>
 #include <initializer_list>
 
-#include "bench/io/io_job.h"
 #include "bench/common/latency_report.h"
+#include "bench/io/io_job.h"
 #include "src/human.h"
 
 namespace ds::bench {
@@ -81,6 +81,7 @@ JobResult MergeJobResults(const std::string& name, std::span<const JobResult> re
     g.syncs += r.syncs;
     g.sync_lat.Merge(r.sync_lat);
     g.verified_blocks += r.verified_blocks;
+    g.engine_ios += r.engine_ios;
   }
   if (run_ms > 0) {
     g.usr_cpu /= run_ms;

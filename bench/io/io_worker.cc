@@ -434,6 +434,7 @@ class Clone {
     out_->ctx =
         static_cast<uint64_t>((ru1.ru_nvcsw - ru0_.ru_nvcsw) + (ru1.ru_nivcsw - ru0_.ru_nivcsw));
     out_->majf = static_cast<uint64_t>(ru1.ru_majflt - ru0_.ru_majflt);
+    out_->engine_ios = engine_->counters().reaped;
     out_->minf = static_cast<uint64_t>(ru1.ru_minflt - ru0_.ru_minflt);
     if (!verify_) return Status::Ok();
     // Read back from the device, not the page cache: written through it, the blocks are made

@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "src/human.h"
+#include "src/storage.h"
 
 namespace ds::bench {
 
@@ -54,6 +55,12 @@ IoJobOptions SequentialJob(const StorageOptions& o) {
   seq.time_based = true;
   seq.ramp_time = o.quick ? 0.5 : 2;
   seq.ioengine = o.ioengine;
+  if (o.path.rfind("nfs://", 0) == 0) {  // the backend's engine, in the URL's directory
+    seq.ioengine = "nfs";
+    seq.nfs_url = o.path;
+    seq.path = ".";
+    seq.direct = false;
+  }
   seq.file_name = o.file_name;
   seq.group_reporting = true;
   seq.keep = true;  // the random test reuses the file
@@ -80,27 +87,60 @@ StorageVerdict JudgeStorage(const JobResult& sequential, const JobResult& random
   return v;
 }
 
+namespace {
+
+// The storage and path of the test file of a run whose PATH is a URL.
+Result<StorageRef> RemoteTestFile(const IoJobOptions& seq) {
+  DS_ASSIGN_OR_RETURN(StorageRef at, OpenStorage(RemoteJobUrl(seq, seq.path)));
+  DS_ASSIGN_OR_RETURN(FileInfo info, at.storage->Stat(at.path, true));
+  if (info.type == FileType::kDirectory) at.path += "/" + seq.file_name;
+  return at;
+}
+
+}  // namespace
+
 Result<StorageRun> RunStorage(const StorageOptions& o,
                               const std::function<void(const std::string&)>& warn) {
-  // The test file is ours unless it was there before; the two tests share it.
-  std::string test_file = o.path + "/" + o.file_name;
-  struct stat pst;
-  bool ours = ::stat(o.path.c_str(), &pst) == 0 && S_ISDIR(pst.st_mode) &&
-              ::access(test_file.c_str(), F_OK) != 0;
-  auto remove_test_file = [&] {
-    if (ours && !o.keep) ::unlink(test_file.c_str());
-  };
   StorageRun r;
   r.seq_job = SequentialJob(o);
+  const bool remote = r.seq_job.ioengine == "nfs";
+  if (remote && o.hooks.job) {
+    return Status(Code::kInvalidArgument,
+                  "dsbench storage nfs://… runs in one process here, not under mpirun");
+  }
+  // The test file is ours unless it was there before; the two tests share it.
+  std::function<void()> remove_test_file = [] {};
+  std::shared_ptr<Storage> storage = LocalStorage();
+  std::string where = o.path;
+  if (remote) {
+    DS_ASSIGN_OR_RETURN(StorageRef at, RemoteTestFile(r.seq_job));
+    storage = at.storage;
+    where = at.path;
+    if (!storage->Stat(at.path).ok() && !o.keep) {
+      remove_test_file = [storage, p = at.path] { (void)storage->Remove(p); };
+    }
+  } else {
+    std::string test_file = o.path + "/" + o.file_name;
+    struct stat pst;
+    if (::stat(o.path.c_str(), &pst) == 0 && S_ISDIR(pst.st_mode) &&
+        ::access(test_file.c_str(), F_OK) != 0 && !o.keep) {
+      remove_test_file = [test_file] { ::unlink(test_file.c_str()); };
+    }
+  }
+  RpcBillProbe rpc = RpcBillProbe::For(*storage, where);
+  rpc.Start();
   auto seq = RunWithFallback(&r.seq_job, o.hooks, warn);
   if (!seq.ok()) {
     remove_test_file();
     return seq.status();
   }
+  r.seq_rpc = rpc.Stop();
   r.seq = std::move(*seq);
   r.rnd_job = RandomJob(o);
   r.rnd_job.ioengine = r.seq_job.ioengine;
+  rpc.Start();
   auto rnd = RunWithFallback(&r.rnd_job, o.hooks, warn);
+  r.rnd_rpc = rpc.Stop();
   remove_test_file();
   if (!rnd.ok()) return rnd.status();
   r.rnd = std::move(*rnd);
@@ -110,8 +150,14 @@ Result<StorageRun> RunStorage(const StorageOptions& o,
 
 nlohmann::json StorageJson(const StorageOptions& o, const StorageRun& r) {
   const StorageVerdict& v = r.verdict;
-  return {{"sequential_read", OneJobJson(r.seq_job, r.seq)},
-          {"random_read", OneJobJson(r.rnd_job, r.rnd)},
+  // Per IO over every IO, the ramp's too (the bytes are counted after the ramp: no per GiB).
+  auto with_bill = [](nlohmann::json job, const std::optional<RpcBill>& bill, const IoRun& run) {
+    uint64_t ios = run.jobs.empty() ? 0 : run.jobs[0].engine_ios;
+    job["rpc_bill"] = bill ? RpcBillJson(*bill, ios, 0, "io") : nlohmann::json();
+    return job;
+  };
+  return {{"sequential_read", with_bill(OneJobJson(r.seq_job, r.seq), r.seq_rpc, r.seq)},
+          {"random_read", with_bill(OneJobJson(r.rnd_job, r.rnd), r.rnd_rpc, r.rnd)},
           {"verdict",
            {{"bw_bytes", v.bw},
             {"min_bw_bytes", o.min_bw},
@@ -126,6 +172,12 @@ nlohmann::json StorageJson(const StorageOptions& o, const StorageRun& r) {
 std::string StorageText(const StorageOptions& o, const StorageRun& r) {
   const StorageVerdict& v = r.verdict;
   std::string s = JobsText(r.seq_job, r.seq) + JobsText(r.rnd_job, r.rnd);
+  for (const auto& [name, bill, run] :
+       {std::tuple{"sequential", &r.seq_rpc, &r.seq}, std::tuple{"random", &r.rnd_rpc, &r.rnd}}) {
+    if (!*bill || run->jobs.empty()) continue;
+    s += fmt::format("RPCs ({}), {}: {}\n", (*bill)->source, name,
+                     FormatRpcBill(**bill, run->jobs[0].engine_ios, "IO"));
+  }
   s += fmt::format("\nsequential 1 MiB read: {}  (bar {})  {}\n", FormatRate(v.bw),
                    FormatRate(static_cast<double>(o.min_bw)), v.bw_pass ? "PASS" : "FAIL");
   s += fmt::format("random 4 KiB read:     {} IOPS  (bar {})  {}\n", FormatCount(v.iops),

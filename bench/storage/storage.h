@@ -17,12 +17,15 @@
 
 #include "bench/io/io_job.h"
 #include "bench/io/ranks.h"
+#include "src/rpc_bill.h"
 #include "src/status.h"
 
 namespace ds::bench {
 
 struct StorageOptions {
-  std::string path;             // a directory (the test file PATH/dsbench.storage.0) or a file
+  // A directory (the test file PATH/dsbench.storage.0) or a file; or an nfs:// URL of either,
+  // read through the backend's own engine (ioengine=nfs, buffered: no O_DIRECT over libnfs).
+  std::string path;
   uint64_t min_bw = 500000000;  // bytes/s of the sequential read
   uint64_t min_iops = 5000;     // of the random 4 KiB read
   uint64_t size = 0;            // test file size; 0: 8 GiB (quick: 1 GiB)
@@ -57,6 +60,9 @@ struct StorageRun {
   IoJobOptions seq_job, rnd_job;  // as run (ioengine psync after a fallback)
   IoRun seq, rnd;
   StorageVerdict verdict;
+  // Each test's RPC bill (src/rpc_bill.h): libnfs's for an nfs:// PATH, the kernel client's for
+  // a PATH on an NFS mount; none elsewhere.
+  std::optional<RpcBill> seq_rpc, rnd_rpc;
 };
 
 // Runs both jobs and judges them. `warn` receives warnings (the io_uring fallback).
@@ -64,7 +70,8 @@ Result<StorageRun> RunStorage(const StorageOptions& o,
                               const std::function<void(const std::string&)>& warn);
 
 // {"sequential_read": job, "random_read": job, "verdict": {bw_bytes, min_bw_bytes, bw_pass,
-// iops, min_iops, iops_pass, pass, quick}}; each job as fio's with the run's disk_util.
+// iops, min_iops, iops_pass, pass, quick}}; each job as fio's with the run's disk_util and
+// its "rpc_bill" (null without one).
 nlohmann::json StorageJson(const StorageOptions& o, const StorageRun& r);
 // Both jobs' fio-like summaries, then one PASS/FAIL line each.
 std::string StorageText(const StorageOptions& o, const StorageRun& r);

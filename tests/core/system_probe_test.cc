@@ -43,3 +43,17 @@ TEST_CASE("probing this machine fills the basics", "[core]") {
   SystemProbe missing = ProbeSystem("/no/such/path");
   CHECK_FALSE(missing.notes.empty());
 }
+
+TEST_CASE("a URL is probed as remote: its scheme, no mount, the host's memory", "[core]") {
+  SystemProbe p = ProbeSystem("nfs://filer/export/ds");
+  CHECK(p.remote);
+  CHECK(p.fs_type == "nfs");
+  CHECK(p.mount_point.empty());
+  CHECK(p.block_device.empty());
+  CHECK(p.notes.empty());
+  CHECK(p.mem_total > 0);
+  CHECK(p.ToText().find("path nfs://filer/export/ds: nfs, reached without a local mount") !=
+        std::string::npos);
+  CHECK(p.ToJson()["remote"] == true);
+  CHECK_FALSE(ProbeSystem(".").remote);
+}

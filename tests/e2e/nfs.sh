@@ -135,6 +135,21 @@ assert bill["source"] == "libnfs" and bill["ops"]["READ"]["per_io"] == 1, bill
 w = json.load(open(sys.argv[2]))["jobs"][0]
 assert w["write"]["io_bytes"] == 2 << 20 and w["write"]["total_ios"] == 32, w["write"]
 EOF
+# dsbench storage nfs://…: both tests through the engine, each with its RPC bill; the test file
+# it laid out is gone after
+nfs_client "$DSBENCH" storage "$U/iodir" --quick --size 16M --runtime 1 --json >st.json ||
+  [ $? -eq 1 ] || fail "dsbench storage nfs://"
+[ -z "$(ls "$E/iodir" | grep -v '^k.0.0$')" ] || fail "dsbench storage left: $(ls "$E/iodir")"
+$PY - st.json "$U/iodir" <<'EOF'
+import json, sys
+j = json.load(open(sys.argv[1]))
+assert j["probe"]["remote"] and j["probe"]["path"] == sys.argv[2], j["probe"]
+for t in ("sequential_read", "random_read"):
+    assert j[t]["job options"]["ioengine"] == "nfs", j[t]["job options"]
+    assert j[t]["rpc_bill"]["ops"]["READ"]["per_io"] >= 1, j[t]["rpc_bill"]
+assert j["random_read"]["rpc_bill"]["ops"]["READ"]["per_io"] < 1.01, j["random_read"]["rpc_bill"]
+assert j["verdict"]["iops"] > 0 and j["verdict"]["bw_bytes"] > 0, j["verdict"]
+EOF
 expect_exit 2 nfs_client "$DSBENCH" io --ioengine nfs --rw read --bs 4k --size 1M
 expect_err "needs --nfs_url"
 expect_exit 2 nfs_client "$DSBENCH" io --ioengine nfs --nfs_url "$U" --filename nothere --rw read
@@ -148,7 +163,7 @@ expect_err "no direct"
 expect_exit 2 nfs_client "$DSBENCH" io --ioengine nfs --nfs_url "nfs://10.213.255.254/export" \
   --rw read --bs 4k --size 1M --nfs-timeout 3
 expect_err "cannot reach the NFS server 10.213.255.254"
-pass "dsbench io --ioengine nfs: READs in flight, bytes counted, test files laid out and removed"
+pass "dsbench io --ioengine nfs, dsbench storage nfs://: READs in flight, bytes and RPCs counted"
 
 # The server dies under the run: one line naming the file and the offset, exit 2, within the
 # timeout; the requests in flight are drained before the file is closed. (Killed once the run's
