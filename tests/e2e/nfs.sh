@@ -129,7 +129,10 @@ r = json.load(open(sys.argv[1]))["jobs"][0]
 assert r["job options"]["ioengine"] == "nfs", r["job options"]
 assert r["read"]["io_bytes"] == 4 << 20 and r["read"]["total_ios"] == 1024, r["read"]
 assert r["read"]["short_ios"] == 0, r["read"]
-assert float(r["iodepth_level"]["16"]) > 50, r["iodepth_level"]
+# 16 in flight at once, never more (the share at 16 depends on how replies bunch: a slow client,
+# as under TSan, refills from 0 and passes every level each time)
+lv = r["iodepth_level"]
+assert float(lv["16"]) >= 25 and float(lv["32"]) == 0 and float(lv[">=64"]) == 0, lv
 bill = json.load(open(sys.argv[1]))["dsbench"]["rpc_bill"]
 assert bill["source"] == "libnfs" and bill["ops"]["READ"]["per_io"] == 1, bill
 w = json.load(open(sys.argv[2]))["jobs"][0]
