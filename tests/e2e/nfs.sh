@@ -237,15 +237,9 @@ pass "unreachable server, wrong export, permission denied, NFSv4: one line each,
 # paused once its first shards are on the server, the server is killed, the convert resumed.
 rm -rf "$E/ds2"
 nfs_client "$DSPACK" convert local-ds "$U/ds2?timeout=2" --shard-size 1MiB --threads 1 -q >conv.out 2>conv.err &
-conv=$!
-for _ in $(seq 400); do
-  [ "$(find "$E" -path "$E/ds2*" -name 'shard-*' 2>/dev/null | wc -l)" -ge 2 ] && break
-  sleep 0.01
-done
-pkill -STOP -f "convert local-ds $U/ds2" || true
-nfs_server_down
-pkill -CONT -f "convert local-ds $U/ds2" || true
-set +e; wait $conv; rc=$?; set -e
+shards_on_server() { [ "$(find "$E" -path "$E/ds2*" -name 'shard-*' 2>/dev/null | wc -l)" -ge 2 ]; }
+nfs_kill_under $! "convert local-ds $U/ds2" shards_on_server
+rc=$NFS_KILL_RC
 [ "$rc" -eq 2 ] || { cat conv.err; fail "convert with the server killed under it: exit $rc, want 2"; }
 [ "$(wc -l <conv.err)" -eq 1 ] || { cat conv.err; fail "not one line"; }
 grep -qF "$U/ds2" conv.err || { cat conv.err; fail "the error does not name the URL"; }
@@ -277,15 +271,9 @@ else
   # One file at a time: with 16 in flight, a small dataset (300 samples under TSan) was all read
   # before the pause, and the run finished without the server.
   nfs_client "$DSSYNC" "$U/ds?timeout=2" staged2 -q --bwlimit 10MB/s --threads 1 >sync.out 2>sync.err &
-  syncpid=$!
-  for _ in $(seq 400); do
-    [ "$(find staged2 -type f 2>/dev/null | wc -l)" -ge 2 ] && break
-    sleep 0.01
-  done
-  pkill -STOP -f "$U/ds?timeout=2 staged2" || true
-  nfs_server_down
-  pkill -CONT -f "$U/ds?timeout=2 staged2" || true
-  set +e; wait $syncpid; rc=$?; set -e
+  files_staged() { [ "$(find staged2 -type f 2>/dev/null | wc -l)" -ge 2 ]; }
+  nfs_kill_under $! "$U/ds?timeout=2 staged2" files_staged
+  rc=$NFS_KILL_RC
   [ "$rc" -eq 2 ] || { cat sync.err; fail "dssync with the server killed under it: exit $rc, want 2"; }
   [ "$(wc -l <sync.err)" -eq 1 ] || { cat sync.err; fail "not one line"; }
   grep -qF "$U/ds" sync.err || { cat sync.err; fail "the error does not name the URL"; }

@@ -162,6 +162,20 @@ nfs_delay_off() {
 
 nfs_client() { ip netns exec "$NFS_CLIENT_NS" "$@"; }
 
+# nfs_kill_under PID PATTERN READY...: once the command READY... succeeds (tried for 4 s), pauses
+# the client process matching PATTERN (pkill -f), stops the server, lets the client go on and
+# waits for PID; its exit code is left in NFS_KILL_RC. The caller restarts the server.
+nfs_kill_under() {
+  local pid=$1 pattern=$2 _
+  shift 2
+  for _ in $(seq 400); do "$@" && break; sleep 0.01; done
+  pkill -STOP -f "$pattern" || true
+  nfs_server_down
+  pkill -CONT -f "$pattern" || true
+  NFS_KILL_RC=0
+  wait "$pid" || NFS_KILL_RC=$?
+}
+
 nfs_stop() {
   [ -n "${NFS_CLEANUP:-}" ] || return 0
   nfs_delay_off
