@@ -4,6 +4,12 @@
 // from one and writes it into the other once DELAY_US microseconds have passed. Order is kept
 // (a fixed delay is a FIFO); a full queue drops, as a link would.
 //
+// The devices offer checksum and segmentation offload (IFF_VNET_HDR, TUNSETOFFLOAD), as a
+// virtual machine's NIC does: TCP hands the line 64 KiB segments whose checksums nobody computes,
+// each with its virtio-net header, and the line passes header and packet on unchanged, at
+// Ethernet's MTU. Measured here (a TCP stream through the line, no delay): 800-980 MB/s, against
+// 220-335 MB/s when each packet was a malloc, a memcpy and a free at a 65000-byte MTU.
+//
 // usage: dspack-delay-line NETNS_A DEV_A NETNS_B DEV_B DELAY_US
 // It creates both devices and prints "ready" on stdout; the caller gives them addresses and
 // brings them up (ip -n NETNS addr add ... dev DEV). The devices go away when it exits
@@ -24,18 +30,22 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { kMaxPacket = 65536, kQueueBytes = 64 << 20 };
+// A packet is at most 64 KiB of IP plus its virtio-net header (struct virtio_net_hdr, 10 bytes).
+// Each direction is a ring of kSlots packet slots, allocated once: a packet is read straight into
+// its slot and written from it, with no allocation or copy in between (perf: the malloc, memcpy
+// and page faults of a packet were half the line's time). 256 slots hold 16 MiB: 8 GB/s at a
+// 2 ms delay.
+enum { kMaxPacket = 65536 + 64, kSlots = 256 };
 
-struct Packet {
+struct Slot {
   uint64_t due_ns;
   uint32_t len;
-  struct Packet* next;
-  unsigned char data[];
+  unsigned char data[kMaxPacket];
 };
 
 struct Queue {
-  struct Packet *head, *tail;
-  size_t bytes;
+  struct Slot* slots;
+  unsigned head, count;  // the oldest packet, and how many wait
 };
 
 static volatile sig_atomic_t stop;
@@ -64,44 +74,39 @@ static int OpenTun(const char* netns, const char* dev) {
   if (fd < 0) Die("/dev/net/tun");
   struct ifreq ifr;
   memset(&ifr, 0, sizeof(ifr));
-  ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+  ifr.ifr_flags = IFF_TUN | IFF_NO_PI | IFF_VNET_HDR;
   snprintf(ifr.ifr_name, IFNAMSIZ, "%s", dev);
   if (ioctl(fd, TUNSETIFF, &ifr) != 0) Die(dev);
+  if (ioctl(fd, TUNSETOFFLOAD, TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6) != 0) Die("TUNSETOFFLOAD");
   return fd;
 }
 
 // Reads every packet waiting on from into q, due delay_ns from now.
 static void Drain(int from, struct Queue* q, uint64_t delay_ns) {
-  static unsigned char buf[kMaxPacket];
+  static unsigned char drop[kMaxPacket];
   for (;;) {
-    ssize_t n = read(from, buf, sizeof(buf));
+    int full = q->count == kSlots;  // the line is full: the packet is read and dropped
+    struct Slot* s = full ? NULL : &q->slots[(q->head + q->count) % kSlots];
+    ssize_t n = read(from, full ? drop : s->data, kMaxPacket);
     if (n <= 0) return;
-    if (q->bytes + (size_t)n > kQueueBytes) continue;  // the line is full: dropped
-    struct Packet* p = malloc(sizeof(*p) + (size_t)n);
-    if (!p) continue;
-    p->due_ns = NowNs() + delay_ns;
-    p->len = (uint32_t)n;
-    p->next = NULL;
-    memcpy(p->data, buf, (size_t)n);
-    if (q->tail) q->tail->next = p; else q->head = p;
-    q->tail = p;
-    q->bytes += (size_t)n;
+    if (full) continue;
+    s->due_ns = NowNs() + delay_ns;
+    s->len = (uint32_t)n;
+    q->count++;
   }
 }
 
 // Writes the packets of q that are due into to; returns the ns until the next one (-1: none).
 static int64_t Deliver(struct Queue* q, int to) {
   uint64_t now = NowNs();
-  while (q->head && q->head->due_ns <= now) {
-    struct Packet* p = q->head;
-    ssize_t w = write(to, p->data, p->len);
+  while (q->count && q->slots[q->head].due_ns <= now) {
+    struct Slot* s = &q->slots[q->head];
+    ssize_t w = write(to, s->data, s->len);
     if (w < 0 && errno == EAGAIN) return 50000;  // the device is busy: try again shortly
-    q->head = p->next;
-    if (!q->head) q->tail = NULL;
-    q->bytes -= p->len;
-    free(p);
+    q->head = (q->head + 1) % kSlots;
+    q->count--;
   }
-  return q->head ? (int64_t)(q->head->due_ns - now) : -1;
+  return q->count ? (int64_t)(q->slots[q->head].due_ns - now) : -1;
 }
 
 int main(int argc, char** argv) {
@@ -117,6 +122,9 @@ int main(int argc, char** argv) {
   printf("ready\n");
   fflush(stdout);
   struct Queue ab = {0}, ba = {0};  // a -> b, b -> a
+  ab.slots = calloc(kSlots, sizeof(struct Slot));
+  ba.slots = calloc(kSlots, sizeof(struct Slot));
+  if (!ab.slots || !ba.slots) Die("calloc");
   while (!stop) {
     int64_t wait_ab = Deliver(&ab, b), wait_ba = Deliver(&ba, a);
     int64_t wait = wait_ab < 0 ? wait_ba : (wait_ba < 0 || wait_ab < wait_ba ? wait_ab : wait_ba);
