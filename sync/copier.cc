@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <future>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include "src/aligned_buffer.h"
@@ -237,11 +239,30 @@ class Engine {
     auto piece_len = [&](uint64_t p) {
       return static_cast<size_t>(std::min<uint64_t>(kBufferSize, len - p * kBufferSize));
     };
-    if (s->src->fd() < 0) {  // a remote or decorated source: its own reads, one piece at a time
+    if (s->src->fd() < 0) {  // a remote or decorated source: its own reads, one piece ahead
+      // The next piece is read on a helper thread while this one is hashed and written: a remote
+      // read is a round trip plus the transfer, and overlapped the copy runs at the slower of
+      // the two, not at their sum. Where no thread can start, the read runs here.
+      auto read = [&](uint64_t p) {
+        return ReadRest(s, io->buf[p % 2].data(), piece_len(p), off + p * kBufferSize);
+      };
+      auto ahead = [&](uint64_t p) -> std::future<Status> {
+        try {
+          return std::async(std::launch::async, read, p);
+        } catch (const std::system_error&) {
+          std::promise<Status> now;
+          now.set_value(read(p));
+          return now.get_future();
+        }
+      };
+      std::future<Status> next;  // waited for by its destructor on every way out
+      if (pieces > 0) next = ahead(0);
       for (uint64_t p = 0; p < pieces; p++) {
-        const uint64_t at = off + p * kBufferSize;
-        DS_RETURN_IF_ERROR(ReadRest(s, io->scratch(), piece_len(p), at));
-        DS_RETURN_IF_ERROR(Land(s, io->scratch(), piece_len(p), at, h, whole));
+        Status got = next.get();
+        if (p + 1 < pieces && got.ok()) next = ahead(p + 1);
+        DS_RETURN_IF_ERROR(got);
+        DS_RETURN_IF_ERROR(
+            Land(s, io->buf[p % 2].data(), piece_len(p), off + p * kBufferSize, h, whole));
       }
       return Status::Ok();
     }
