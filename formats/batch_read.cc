@@ -10,6 +10,7 @@
 #include <new>
 #include <system_error>
 #include <thread>
+#include <unordered_map>
 
 #include "formats/layout.h"
 #include "src/io_engine.h"
@@ -56,6 +57,47 @@ Result<IoEngine*> ThreadEngine(CachedEngine& c, unsigned depth) {
   return c.engine.get();
 }
 
+// One engine of the storage's own (Storage::NewEngine: nfs, with its own connection) per thread,
+// with the handles it opened, by file name, kept from batch to batch: mounting a connection and
+// opening a file are round trips that a batch would otherwise pay every time. The engine holds
+// its storage alive, so the storage's address names it for as long as it is cached.
+struct CachedRemote {
+  pid_t pid = 0;
+  const Storage* storage = nullptr;
+  unsigned depth = 0;
+  std::unique_ptr<IoEngine> engine;
+  std::unordered_map<std::string, int> handles;
+
+  void Reset() {
+    if (pid != ::getpid()) {
+      // Inherited across fork(): the connection's socket is the parent's. Left alone, not torn
+      // down from here (a teardown would speak on the parent's connection).
+      (void)engine.release();
+    } else if (engine) {
+      for (const auto& [name, h] : handles) engine->CloseFile(h);
+    }
+    engine.reset();
+    handles.clear();
+  }
+};
+
+// A tree's batch opens a file per sample: past this many handles, a batch starts by closing the
+// ones the last batches opened, so that the server's open files stay bounded.
+constexpr size_t kMaxRemoteHandles = 4096;
+
+Result<IoEngine*> RemoteEngine(CachedRemote& c, Storage& storage, unsigned depth) {
+  if (c.engine && (c.pid != ::getpid() || c.storage != &storage || c.depth != depth)) c.Reset();
+  if (c.engine && c.handles.size() > kMaxRemoteHandles) c.Reset();
+  if (!c.engine) {
+    DS_ASSIGN_OR_RETURN(c.engine, storage.NewEngine({depth, false}));
+    c.pid = ::getpid();
+    c.storage = &storage;
+    c.depth = depth;
+  }
+  c.engine->ResetCounters();
+  return c.engine.get();
+}
+
 }  // namespace
 
 Status LayoutReader::ReadBatch(std::span<const uint64_t> indices, const BatchReadOptions& o,
@@ -72,8 +114,29 @@ Status LayoutReader::ReadBatch(std::span<const uint64_t> indices, const BatchRea
     auto engine = ThreadEngine(cached, k);
     if (engine.ok()) {
       st.engine = "io_uring";
-      Status s = ReadBatchEngine(**engine, indices, o.landed, out, &st);
+      Status s = ReadBatchEngine(
+          **engine, [](const RandomAccessFile& f) -> Result<int> { return f.fd(); }, indices,
+          o.landed, out, &st);
       if ((*engine)->inflight() != 0) cached.engine.reset();  // left mid-batch: not reusable
+      return s;
+    }
+    if (engine.status().code() != Code::kUnsupported) return engine.status();
+  }
+  if (has_extents() && !storage_->caps().local_fd) {
+    thread_local CachedRemote cached;
+    auto engine = RemoteEngine(cached, *storage_, k);
+    if (engine.ok()) {
+      IoEngine& e = **engine;
+      st.engine = std::string(e.name());
+      auto handle = [&](const RandomAccessFile& f) -> Result<int> {
+        auto it = cached.handles.find(f.name());
+        if (it != cached.handles.end()) return it->second;
+        DS_ASSIGN_OR_RETURN(int h, e.OpenPath(f.name(), false));
+        cached.handles.emplace(f.name(), h);
+        return h;
+      };
+      Status s = ReadBatchEngine(e, handle, indices, o.landed, out, &st);
+      if (e.inflight() != 0) cached.Reset();  // left mid-batch: not reusable
       return s;
     }
     if (engine.status().code() != Code::kUnsupported) return engine.status();
@@ -82,7 +145,8 @@ Status LayoutReader::ReadBatch(std::span<const uint64_t> indices, const BatchRea
   return ReadBatchThreads(indices, k, o.landed, out, &st);
 }
 
-Status LayoutReader::ReadBatchEngine(IoEngine& engine, std::span<const uint64_t> indices,
+Status LayoutReader::ReadBatchEngine(IoEngine& engine, const FileHandle& handle,
+                                     std::span<const uint64_t> indices,
                                      std::atomic<uint64_t>* landed, std::vector<Sample>* out,
                                      BatchReadStats* st) const {
   std::vector<Slot> slots(engine.depth());
@@ -95,8 +159,9 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, std::span<const uint64_t>
 
   auto queue = [&](Slot* s) -> Status {
     const SampleExtent& e = extents[s - slots.data()];
+    DS_ASSIGN_OR_RETURN(int fd, handle(*e.file));
     s->req = IoRequest{IoRequest::Op::kRead,
-                       e.file->fd(),
+                       fd,
                        s->buf.get() + s->done,
                        e.length - s->done,
                        e.offset + s->done,
@@ -140,7 +205,7 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, std::span<const uint64_t>
       ssize_t r = s->req.result;
       bool retry = r == -EINTR || r == -EAGAIN;
       if (r < 0 && !retry) {
-        if (first.ok()) first = ErrnoStatus(r, where(s->j));
+        if (first.ok()) first = engine.RequestError(s->req, where(s->j));
         free_slots.push_back(s);
         continue;
       }

@@ -216,7 +216,7 @@ struct BatchReadOptions {
   std::atomic<uint64_t>* landed = nullptr;
 };
 struct BatchReadStats {
-  std::string engine;          // "io_uring", or "threads" (no extents, or io_uring refused)
+  std::string engine;          // "io_uring", "nfs" (a backend's engine), or "threads"
   uint64_t reads = 0;          // read requests issued (short reads requeued count again)
   unsigned peak_inflight = 0;  // the most reads outstanding at once
 };
@@ -271,10 +271,12 @@ class LayoutReader {
 
   // Reads samples `indices` (any order, repeats allowed): (*out)[j] is sample indices[j]. A layout
   // with sample extents (one contiguous byte range per sample) keeps options.inflight reads
-  // outstanding through an io_uring engine (src/io_engine.h) and decodes each as it lands; one
-  // without (LMDB: a memory map), or where io_uring is refused, reads with options.inflight
-  // threads; so does one whose storage has no local fds (caps().local_fd: a remote backend, a
-  // FaultStorage). Checksums are checked as by Get; the first error is returned and ends the batch.
+  // outstanding through an io_uring engine (src/io_engine.h) and decodes each as it lands; on a
+  // storage without local fds, through the storage's own engine (Storage::NewEngine: nfs://, one
+  // connection per thread, kept with its open files from batch to batch). One without extents
+  // (LMDB: a memory map), or where neither engine is there (io_uring refused, a FaultStorage),
+  // reads with options.inflight threads. Checksums are checked as by Get; the first error is
+  // returned and ends the batch.
   // REQUIRES: every index < size().
   Status ReadBatch(std::span<const uint64_t> indices, const BatchReadOptions& options,
                    std::vector<Sample>* out, BatchReadStats* stats = nullptr) const;
@@ -305,9 +307,12 @@ class LayoutReader {
 
  private:
   friend class SubsetReader;  // forwards Extent/DecodeExtent of the samples it shows
-  Status ReadBatchEngine(IoEngine& engine, std::span<const uint64_t> indices,
-                         std::atomic<uint64_t>* landed, std::vector<Sample>* out,
-                         BatchReadStats* stats) const;
+  // The handle a request on file carries: its fd for io_uring, one the engine opened (OpenPath)
+  // for a remote backend's own engine.
+  using FileHandle = std::function<Result<int>(const RandomAccessFile& file)>;
+  Status ReadBatchEngine(IoEngine& engine, const FileHandle& handle,
+                         std::span<const uint64_t> indices, std::atomic<uint64_t>* landed,
+                         std::vector<Sample>* out, BatchReadStats* stats) const;
   Status ReadBatchThreads(std::span<const uint64_t> indices, unsigned threads,
                           std::atomic<uint64_t>* landed, std::vector<Sample>* out,
                           BatchReadStats* stats) const;

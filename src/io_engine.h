@@ -103,7 +103,8 @@ class IoEngine {
   // The file hooks (see the header comment). Defaults: nothing to do.
   virtual Status OpenFile(int fd);
   virtual void CloseFile(int fd);
-  // kEngineRemote: opens path (for writing too, if write) and returns the handle that requests
+  // kEngineRemote: opens path (a path of the storage that made the engine, or the URI a file of
+  // that storage names itself by) for reading, or writing too, and returns the handle that requests
   // carry in IoRequest::fd; CloseFile(handle) closes it (EngineFile::Adopt). Elsewhere
   // kUnsupported: the caller opens a local fd and hands it to OpenFile.
   virtual Result<int> OpenPath(const std::string& path, bool write);

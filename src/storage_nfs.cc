@@ -360,8 +360,13 @@ class NfsStorage final : public Storage, public std::enable_shared_from_this<Nfs
   // fio's libnfs engine: a connection of its own per worker, driven by the worker's thread.
   Result<std::unique_ptr<IoEngine>> NewEngine(const EngineOptions& options) override {
     auto self = shared_from_this();
-    NfsEnginePaths paths{[self](const std::string& p) { return self->Rel(p); },
-                         [self](const std::string& p) { return self->Uri(p); }};
+    // A path of this storage, or a file's name (its URI: what a reader's RandomAccessFile says).
+    NfsEnginePaths paths{
+        [self](const std::string& p) {
+          const std::string own = self->Uri("");
+          return self->Rel(p.compare(0, own.size(), own) == 0 ? p.substr(own.size()) : p);
+        },
+        [self](const std::string& p) { return self->Uri(p); }};
     auto engine = MakeNfsEngine(target_, options, std::move(paths));
     if (!engine.ok()) return engine.status().Prefixed(Uri(export_));
     return engine;

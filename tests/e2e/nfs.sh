@@ -323,6 +323,9 @@ for i in range(len(l)):
     assert r[i] == l[i], i
 idx = list(range(0, len(l), 7))
 assert r.read_batch(idx) == l.read_batch(idx)
+st = r.last_batch_stats()  # the backend's own engine: one connection, the batch's READs in flight
+assert st["engine"] == "nfs" and st["peak_inflight"] > 1, st
+assert r.read_batch(idx[::-1]) == l.read_batch(idx[::-1])  # the engine and its handles, kept
 shard = os.path.join(on_server, "shard-000000.dsr")
 shutil.copy(shard, shard + ".new")
 os.replace(shard + ".new", shard)
@@ -330,14 +333,17 @@ with open("replaced", "w") as f:
     f.write("1\n")
 with open("restarted") as f:
     f.read()
-try:
-    r[0]
-except Exception as e:
-    msg = str(e)
-    assert "stale NFS file handle" in msg and "shard-000000.dsr" in msg, msg
-    assert "\n" not in msg, msg
-else:
-    raise AssertionError("a read through a stale file handle succeeded")
+def stale(read, what):  # read() must fail, naming the stale handle and the shard, in one line
+    try:
+        read()
+    except Exception as e:
+        msg = str(e)
+        assert "stale NFS file handle" in msg and "shard-000000.dsr" in msg, msg
+        assert "\n" not in msg, msg
+    else:
+        raise AssertionError(what + " through a stale file handle succeeded")
+stale(lambda: r[0], "a read")
+stale(lambda: r.read_batch([0, 1]), "a batch read")  # the batch engine's handle is stale too
 EOF
   pypid=$!
   read -r _ <replaced
@@ -346,5 +352,5 @@ EOF
   echo >restarted
   wait $pypid || fail "the Python reader over nfs:// (above)"
   nfs_delay_off
-  pass "dspack.open(nfs://…) reads what the local copy holds; a shard replaced on the server is a stale handle, named"
+  pass "dspack.open(nfs://…) reads what the local copy holds (read_batch: the nfs engine, READs in flight); a shard replaced on the server is a stale handle, named"
 fi
