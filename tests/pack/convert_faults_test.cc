@@ -132,7 +132,13 @@ TEST_CASE("convert --force: a crash before the commit keeps the previous dataset
       std::vector<uint64_t> at;
       for (uint64_t k = 1; k <= n; k += n <= 24 ? 1 : n / 8) at.push_back(k);
       if (at.back() != n) at.push_back(n);
-      for (uint64_t nth : at) {
+      // The sanitizer pass thins the points as it thins byte flips (test_util.h): the first, every
+      // stride-th and the last; the plain pass crashes at every one.
+      std::vector<uint64_t> points;
+      for (size_t i = 0; i < at.size(); i++) {
+        if (test::ExhaustiveVisits(i, at.size())) points.push_back(at[i]);
+      }
+      for (uint64_t nth : points) {
         CAPTURE(StorageOpName(op), nth, n);
         REQUIRE(convert(old_src, nullptr).ok());  // OUT holds the previous dataset again
         REQUIRE(Contents(out) == old_data);
