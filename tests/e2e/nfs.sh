@@ -326,6 +326,18 @@ assert r.read_batch(idx) == l.read_batch(idx)
 st = r.last_batch_stats()  # the backend's own engine: one connection, the batch's READs in flight
 assert st["engine"] == "nfs" and st["peak_inflight"] > 1, st
 assert r.read_batch(idx[::-1]) == l.read_batch(idx[::-1])  # the engine and its handles, kept
+# torch's DataLoader with workers, forked after this process read batches (a worker must not use
+# the engine it inherits): every sample once an epoch, as the local copy holds it.
+import dspack.torch as dt
+from torch.utils.data import DataLoader
+want = {s["__key__"]: s for s in (l[i] for i in range(len(l)))}
+for batch_reads in (False, True):
+    loader = DataLoader(dt.MapDataset(remote, batch_reads=batch_reads), batch_size=16,
+                        shuffle=True, num_workers=2, collate_fn=lambda b: b)
+    got = [s for b in loader for s in b]
+    assert len(got) == len(want), (batch_reads, len(got))
+    assert all(s == want[s["__key__"]] for s in got), batch_reads
+    assert len({s["__key__"] for s in got}) == len(want), batch_reads
 shard = os.path.join(on_server, "shard-000000.dsr")
 shutil.copy(shard, shard + ".new")
 os.replace(shard + ".new", shard)
@@ -352,5 +364,5 @@ EOF
   echo >restarted
   wait $pypid || fail "the Python reader over nfs:// (above)"
   nfs_delay_off
-  pass "dspack.open(nfs://…) reads what the local copy holds (read_batch: the nfs engine, READs in flight); a shard replaced on the server is a stale handle, named"
+  pass "dspack.open(nfs://…) reads what the local copy holds (read_batch: the nfs engine, READs in flight; a DataLoader's forked workers, both ways); a shard replaced on the server is a stale handle, named"
 fi
