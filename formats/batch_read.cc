@@ -172,9 +172,10 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, const FileHandle& handle,
   };
   auto where = [&](size_t j) {
     auto loc = Locate(indices[j]);
-    return loc.ok() ? fmt::format("{}/{}: sample {} at offset {}", path_, loc->file, indices[j],
-                                  loc->offset)
-                    : fmt::format("{}: sample {}", path_, indices[j]);
+    // By the storage's URI (nfs://server/export/...; a local path as it is), as Get names it.
+    return loc.ok() ? fmt::format("{}: sample {} at offset {}",
+                                  storage_->Uri(path_ + "/" + loc->file), indices[j], loc->offset)
+                    : fmt::format("{}: sample {}", storage_->Uri(path_), indices[j]);
   };
 
   while (first.ok() || engine.inflight() > 0) {

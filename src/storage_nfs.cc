@@ -361,12 +361,12 @@ class NfsStorage final : public Storage, public std::enable_shared_from_this<Nfs
   Result<std::unique_ptr<IoEngine>> NewEngine(const EngineOptions& options) override {
     auto self = shared_from_this();
     // A path of this storage, or a file's name (its URI: what a reader's RandomAccessFile says).
-    NfsEnginePaths paths{
-        [self](const std::string& p) {
-          const std::string own = self->Uri("");
-          return self->Rel(p.compare(0, own.size(), own) == 0 ? p.substr(own.size()) : p);
-        },
-        [self](const std::string& p) { return self->Uri(p); }};
+    auto path_of = [self](const std::string& p) {
+      const std::string own = self->Uri("");
+      return p.compare(0, own.size(), own) == 0 ? p.substr(own.size()) : p;
+    };
+    NfsEnginePaths paths{[self, path_of](const std::string& p) { return self->Rel(path_of(p)); },
+                         [self, path_of](const std::string& p) { return self->Uri(path_of(p)); }};
     auto engine = MakeNfsEngine(target_, options, std::move(paths));
     if (!engine.ok()) return engine.status().Prefixed(Uri(export_));
     return engine;
