@@ -42,6 +42,9 @@ case "${1:-}" in
     # pass runs the full sizes.
     export DSPACK_E2E_SAMPLES=${DSPACK_E2E_SAMPLES:-500}
     export DSPACK_KILL_ROUNDS=${DSPACK_KILL_ROUNDS:-4}
+    # e2e_locks: 2 races of each kind (the plain pass runs 5): at 5 it was this pass's longest
+    # test, 185 s (stop 48's CI); 68 s at 2.
+    export DSPACK_LOCK_TRIALS=${DSPACK_LOCK_TRIALS:-2}
     # The [exhaustive] byte-flip loops flip every 7th byte (and the last): the plain pass flips
     # every byte; under ASan every byte cost 7 of this pass's minutes (tests/test_util.h). The
     # same stride thins convert --force's crash points (53 s of the plain pass's unit_pack).
