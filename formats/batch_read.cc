@@ -81,8 +81,9 @@ struct CachedRemote {
   }
 };
 
-// A tree's batch opens a file per sample: past this many handles, a batch starts by closing the
-// ones the last batches opened, so that the server's open files stay bounded.
+// A handle per shard the thread has read: past this many (a dataset of many small shards), a
+// batch starts by closing the ones the last batches opened, so that what a reader holds open on
+// the server stays bounded.
 constexpr size_t kMaxRemoteHandles = 4096;
 
 Result<IoEngine*> RemoteEngine(CachedRemote& c, Storage& storage, unsigned depth) {
