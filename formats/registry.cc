@@ -179,7 +179,9 @@ Status NotADataset(Storage& storage, const std::string& path) {
   const std::string shown = storage.Uri(path);
   auto st = storage.Stat(path, true);
   if (!st.ok()) {
-    if (st.status().err() != ENOENT) {
+    // A backend's own error (an S3 403, a server that cannot be reached) says itself.
+    if (st.status().err() == 0) return st.status();
+    if (st.status().err() != ENOENT && st.status().err() != 0) {
       return Status::FromErrno(st.status().err(), shown, Code::kBadInput);
     }
     return Status(Code::kNotFound,
@@ -240,7 +242,10 @@ Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const StorageRef& at) {
   const std::string& path = at.path;
   if (DetectAt(*at.storage, path)) return OpenLayout(at);
   auto st = at.storage->Stat(path, true);
-  if (!st.ok()) return Status::FromErrno(st.status().err(), at.storage->Uri(path), Code::kBadInput);
+  if (!st.ok()) {
+    if (st.status().err() == 0) return st.status();
+    return Status::FromErrno(st.status().err(), at.storage->Uri(path), Code::kBadInput);
+  }
   if (st->type == FileType::kRegular && LooksLikeZip(*at.storage, path)) return OpenZipReader(at);
   if (st->type == FileType::kDirectory) {
     DS_RETURN_IF_ERROR(CheckNotDamagedDataset(*at.storage, path));  // never read as a plain tree

@@ -144,11 +144,11 @@ void ListMetaFile(LayoutMeta* meta, const std::string& name, std::string_view co
   meta->files.push_back(std::move(f));
 }
 
-void VerifyMetaFiles(const std::string& dir, const LayoutMeta& meta,
+void VerifyMetaFiles(const std::string& dir, const LayoutMeta& meta, Storage& storage,
                      std::vector<std::string>* problems) {
   for (const auto& f : meta.files) {
-    std::string path = dir + "/" + f.name;
-    auto text = ReadWholeFile(path);
+    std::string path = storage.Uri(dir + "/" + f.name);
+    auto text = ReadAll(storage, dir + "/" + f.name);
     if (!text.ok()) {
       problems->push_back(text.status().err() == ENOENT
                               ? fmt::format("{}: missing ({} lists it); restore it or reconvert",

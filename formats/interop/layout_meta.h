@@ -57,8 +57,9 @@ Result<std::optional<DatasetFiles>> ListInteropFiles(const StorageRef& at);
 
 // Lists DIR/NAME (written by this writer) in meta->files with its size and XXH3.
 void ListMetaFile(LayoutMeta* meta, const std::string& name, std::string_view content);
-// Checks every file meta.files lists against DIR: one problem per missing or changed file.
-void VerifyMetaFiles(const std::string& dir, const LayoutMeta& meta,
+// Checks every file meta.files lists against DIR in storage: one problem per missing or changed
+// file, named by its URI.
+void VerifyMetaFiles(const std::string& dir, const LayoutMeta& meta, Storage& storage,
                      std::vector<std::string>* problems);
 // Reads DIR/classes.txt (one name per line); empty when absent.
 Result<std::vector<std::string>> LoadClasses(const std::string& dir,

@@ -131,7 +131,7 @@ class Reader : public LayoutReader {
             file_, size, HexU64(hash), meta_->shards[0].size, HexU64(meta_->shards[0].xxh3)));
       }
     }
-    if (meta_) VerifyMetaFiles(dir_, *meta_, &r->problems);
+    if (meta_) VerifyMetaFiles(dir_, *meta_, *LocalStorage(), &r->problems);
     return LayoutReader::Verify(r, progress);
   }
 

@@ -195,7 +195,7 @@ Status ShardedReader::Verify(LayoutVerifyReport* r, const LayoutProgress& progre
                       ShardPath(s), HexU64(h.Digest()), HexU64(*shards_[s].xxh3)));
     }
   }
-  if (meta_) VerifyMetaFiles(dir_, *meta_, &r->problems);
+  if (meta_) VerifyMetaFiles(dir_, *meta_, *storage_, &r->problems);
   for (uint64_t i = 0; i < size(); i++) {
     auto sample = Get(i);
     if (!sample.ok()) {

@@ -125,7 +125,9 @@ struct Walker {
         if (PathWanted(opts, child)) tree.Append(child);
         continue;
       }
-      if (std::find(ancestors.begin(), ancestors.end(), e.id) != ancestors.end()) {
+      // (0, 0): a backend that has no inodes (s3://), and no symlinks to loop through.
+      const bool known = e.id != std::pair<uint64_t, uint64_t>{0, 0};
+      if (known && std::find(ancestors.begin(), ancestors.end(), e.id) != ancestors.end()) {
         DS_RETURN_IF_ERROR(on_error(child, Status(Code::kBadInput,
                                                   child + ": symlink loop (points back to "
                                                           "an enclosing directory)",
