@@ -3,7 +3,7 @@
 # Sourced by demo.sh and test.sh; run directly to install: `bash scripts/deps.sh`.
 DSPACK_APT_PACKAGES=(
   build-essential cmake pkg-config
-  libnfs-dev liburing-dev libaio-dev liblmdb-dev libarchive-dev libtbb-dev libcli11-dev catch2 libbenchmark-dev
+  libnfs-dev libcurl4-openssl-dev liburing-dev libaio-dev liblmdb-dev libarchive-dev libtbb-dev libcli11-dev catch2 libbenchmark-dev
   libxxhash-dev nlohmann-json3-dev libfmt-dev libzstd-dev zlib1g-dev libfuse3-dev fuse3
   fio rsync tar zip unzip zstd xz-utils bzip2 time util-linux python3 python3-lmdb python3-xxhash
   python3-crcmod  # C CRC-32C for tests/e2e/layout_readers.py (its pure-Python one is ~100x slower)
@@ -18,6 +18,8 @@ DSPACK_APT_PACKAGES=(
   libopenmpi-dev openmpi-bin  # MPI ranks (mpi/, docs/mpi.md); tests/e2e/mpi.sh runs mpirun
   # the real NFS server of tests/e2e/nfs_fixture.sh (docs/nfs.md) and libnfs's own client tools
   nfs-ganesha nfs-ganesha-vfs rpcbind libnfs-utils iproute2
+  # the real S3 server of tests/e2e/s3_fixture.sh (docs/s3.md): Ceph's RADOS Gateway; s3cmd, a peer
+  ceph-mon ceph-osd radosgw ceph-common curl s3cmd
 )
 
 dspack_install_deps() {

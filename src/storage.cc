@@ -13,6 +13,7 @@
 #include "src/checksum.h"
 #include "src/io_engine.h"
 #include "src/storage_nfs.h"
+#include "src/storage_s3.h"
 
 namespace ds {
 
@@ -144,6 +145,7 @@ Registry& TheRegistry() {
       return LocalStorage();
     };
     reg->factories["nfs"] = OpenNfsStorage;
+    reg->factories["s3"] = OpenS3Storage;
     return reg;
   }();
   return *r;

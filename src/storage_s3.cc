@@ -1,0 +1,498 @@
+// The s3:// backend (src/storage_s3.h, docs/s3.md).
+#include "src/storage_s3.h"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
+#include <map>
+#include <mutex>
+
+#include "src/fd.h"
+#include "src/md5.h"
+#include "src/s3_client.h"
+
+namespace ds {
+namespace {
+
+constexpr size_t kPartSize = 8 << 20;      // multipart above this; S3's minimum part is 5 MiB
+constexpr uint64_t kMaxCopy = 5ULL << 30;  // CopyObject's limit (one request)
+constexpr int kListPage = 1000;            // ListObjectsV2's max-keys
+
+std::string Base64(const uint8_t* p, size_t n) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t v = p[i] << 16;
+    if (i + 1 < n) v |= p[i + 1] << 8;
+    if (i + 2 < n) v |= p[i + 2];
+    out += kAlphabet[(v >> 18) & 63];
+    out += kAlphabet[(v >> 12) & 63];
+    out += i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=';
+    out += i + 2 < n ? kAlphabet[v & 63] : '=';
+  }
+  return out;
+}
+
+std::string ContentMd5(std::string_view body) {
+  Md5 md5;
+  md5.Update(body);
+  auto d = md5.Digest();
+  return "Content-MD5: " + Base64(d.data(), d.size());
+}
+
+// "2026-12-07T03:24:01.411Z" (ListObjectsV2) or "Mon, 07 Dec 2026 03:24:01 GMT" (HEAD): ns.
+int64_t ParseTime(const std::string& s) {
+  std::tm tm{};
+  const char* end = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (end == nullptr) end = strptime(s.c_str(), "%a, %d %b %Y %H:%M:%S", &tm);
+  if (end == nullptr) return 0;
+  return static_cast<int64_t>(timegm(&tm)) * 1000000000;
+}
+
+FileInfo ObjectInfo(uint64_t size, int64_t mtime_ns) {
+  FileInfo info;
+  info.type = FileType::kRegular;
+  info.size = size;
+  info.mtime_ns = mtime_ns;
+  info.mode = 0644;
+  return info;
+}
+
+FileInfo DirInfo() {
+  FileInfo info;
+  info.type = FileType::kDirectory;
+  info.mode = 0755;
+  return info;
+}
+
+class S3Storage;
+
+// One object's upload: a PUT, or a multipart upload once more than a part is given.
+class S3Upload {
+ public:
+  S3Upload(S3Client& client, std::string key, std::string uri)
+      : client_(client), key_(std::move(key)), uri_(std::move(uri)) {}
+  ~S3Upload() { Abort(); }
+  Status Add(std::string_view data);
+  Status Finish();
+  void Abort();
+
+ private:
+  Status Part(std::string_view data);
+  S3Client& client_;
+  std::string key_, uri_;
+  std::string buf_;
+  std::string upload_id_;
+  std::vector<std::string> etags_;
+};
+
+Status S3Upload::Add(std::string_view data) {
+  while (!data.empty()) {
+    size_t n = std::min(data.size(), kPartSize - buf_.size());
+    buf_.append(data.substr(0, n));
+    data.remove_prefix(n);
+    if (buf_.size() == kPartSize) {
+      DS_RETURN_IF_ERROR(Part(buf_));
+      buf_.clear();
+    }
+  }
+  return Status::Ok();
+}
+
+Status S3Upload::Part(std::string_view data) {
+  if (upload_id_.empty()) {
+    S3Request init{"POST", key_, {{"uploads", ""}}};
+    DS_ASSIGN_OR_RETURN(S3Response r, client_.Perform(init, uri_));
+    if (r.status / 100 != 2) return client_.Fail(r, uri_ + ": start a multipart upload");
+    upload_id_ = XmlText(r.body, "UploadId");
+  }
+  int number = static_cast<int>(etags_.size()) + 1;
+  S3Request put{"PUT", key_, {{"partNumber", std::to_string(number)}, {"uploadId", upload_id_}}};
+  put.headers.push_back(ContentMd5(data));
+  put.body = data;
+  std::string what = fmt::format("{}: part {}", uri_, number);
+  DS_ASSIGN_OR_RETURN(S3Response r, client_.Perform(put, what));
+  if (r.status / 100 != 2) return client_.Fail(r, what);
+  etags_.push_back(r.headers["etag"]);
+  return Status::Ok();
+}
+
+Status S3Upload::Finish() {
+  if (upload_id_.empty()) {
+    S3Request put{"PUT", key_};
+    put.headers.push_back(ContentMd5(buf_));
+    put.body = buf_;
+    DS_ASSIGN_OR_RETURN(S3Response r, client_.Perform(put, uri_));
+    if (r.status / 100 != 2) return client_.Fail(r, uri_);
+    buf_.clear();
+    return Status::Ok();
+  }
+  if (!buf_.empty()) DS_RETURN_IF_ERROR(Part(buf_));
+  buf_.clear();
+  std::string xml = "<CompleteMultipartUpload>";
+  for (size_t i = 0; i < etags_.size(); ++i) {
+    xml += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", i + 1, etags_[i]);
+  }
+  xml += "</CompleteMultipartUpload>";
+  S3Request done{"POST", key_, {{"uploadId", upload_id_}}};
+  done.headers.push_back("Content-Type: application/xml");
+  done.body = xml;
+  DS_ASSIGN_OR_RETURN(S3Response r, client_.Perform(done, uri_ + ": complete the upload"));
+  // S3 may answer 200 with an error in the body.
+  if (r.status / 100 != 2 || !r.ErrorCode().empty()) return client_.Fail(r, uri_);
+  upload_id_.clear();
+  return Status::Ok();
+}
+
+void S3Upload::Abort() {
+  if (upload_id_.empty()) return;
+  S3Request abort{"DELETE", key_, {{"uploadId", upload_id_}}};
+  (void)client_.Perform(abort, uri_ + ": abort the upload");
+  upload_id_.clear();
+}
+
+class S3File final : public RandomAccessFile {
+ public:
+  S3File(std::shared_ptr<S3Client> client, std::string key, std::string uri, uint64_t size,
+         std::string etag)
+      : client_(std::move(client)),
+        key_(std::move(key)),
+        uri_(std::move(uri)),
+        size_(size),
+        etag_(std::move(etag)) {}
+  const std::string& name() const override { return uri_; }
+  uint64_t size() const override { return size_; }
+  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) const override {
+    if (offset >= size_) return size_t{0};
+    n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
+    if (n == 0) return size_t{0};
+    S3Request get{"GET", key_};
+    get.headers.push_back(fmt::format("Range: bytes={}-{}", offset, offset + n - 1));
+    if (!etag_.empty()) get.headers.push_back("If-Match: " + etag_);
+    get.sink = static_cast<char*>(buf);
+    get.sink_size = n;
+    std::string what = fmt::format("{}: bytes {}-{}", uri_, offset, offset + n - 1);
+    DS_ASSIGN_OR_RETURN(S3Response r, client_->Perform(get, what));
+    if (r.status / 100 != 2) return client_->Fail(r, what);
+    return n;
+  }
+
+ private:
+  std::shared_ptr<S3Client> client_;
+  std::string key_, uri_;
+  uint64_t size_;
+  std::string etag_;
+};
+
+class S3Writable final : public WritableFile {
+ public:
+  S3Writable(S3Client& client, std::string key, std::string uri)
+      : upload_(client, std::move(key), uri), uri_(std::move(uri)) {}
+  const std::string& name() const override { return uri_; }
+  uint64_t size() const override { return size_; }
+  Status Append(std::string_view data) override {
+    size_ += data.size();
+    return upload_.Add(data);
+  }
+  Status Sync() override { return Status::Ok(); }  // durable at Commit: S3 has no partial object
+  Status Commit() override { return upload_.Finish(); }
+
+ private:
+  S3Upload upload_;
+  std::string uri_;
+  uint64_t size_ = 0;
+};
+
+// A file written at offsets: a local spool (an unnamed file under TMPDIR) uploaded whole by
+// Sync and Close, since an S3 object is written once.
+class S3SpoolWrite final : public RandomWriteFile {
+ public:
+  S3SpoolWrite(S3Client& client, OwnedFd spool, std::string key, std::string uri)
+      : client_(client), spool_(std::move(spool)), key_(std::move(key)), uri_(std::move(uri)) {}
+  ~S3SpoolWrite() override { (void)Close(); }
+  const std::string& name() const override { return uri_; }
+  Status WriteAt(uint64_t offset, const void* data, size_t n) override {
+    dirty_ = true;
+    return WriteFullAt(spool_.get(), data, n, offset, uri_ + ": the local spool");
+  }
+  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) override {
+    ssize_t got = ::pread(spool_.get(), buf, n, static_cast<off_t>(offset));
+    if (got < 0) return Status::FromErrno(errno, uri_ + ": spool");
+    return static_cast<size_t>(got);
+  }
+  Result<uint64_t> Size() override {
+    struct stat st;
+    if (::fstat(spool_.get(), &st) != 0) return Status::FromErrno(errno, uri_ + ": spool");
+    return static_cast<uint64_t>(st.st_size);
+  }
+  Status Truncate(uint64_t size) override {
+    dirty_ = true;
+    if (::ftruncate(spool_.get(), static_cast<off_t>(size)) != 0) {
+      return Status::FromErrno(errno, uri_ + ": spool");
+    }
+    return Status::Ok();
+  }
+  Status Sync() override {
+    if (!dirty_) return Status::Ok();
+    DS_ASSIGN_OR_RETURN(uint64_t size, Size());
+    S3Upload upload(client_, key_, uri_);
+    std::string piece;
+    for (uint64_t off = 0; off < size; off += piece.size()) {
+      piece.resize(std::min<uint64_t>(kPartSize, size - off));
+      DS_ASSIGN_OR_RETURN(size_t n, ReadSome(off, piece.data(), piece.size()));
+      piece.resize(n);
+      if (n == 0) break;
+      DS_RETURN_IF_ERROR(upload.Add(piece));
+    }
+    DS_RETURN_IF_ERROR(upload.Finish());
+    dirty_ = false;
+    return Status::Ok();
+  }
+  Status Close() override {
+    if (!spool_.valid()) return Status::Ok();
+    Status s = Sync();
+    spool_.reset();
+    return s;
+  }
+
+ private:
+  S3Client& client_;
+  OwnedFd spool_;
+  std::string key_, uri_;
+  bool dirty_ = false;
+};
+
+class S3Storage final : public Storage {
+ public:
+  S3Storage(S3Config config, std::string bucket)
+      : client_(std::make_shared<S3Client>(std::move(config), bucket)),
+        bucket_(std::move(bucket)) {}
+  std::string_view scheme() const override { return "s3"; }
+  StorageCaps caps() const override {
+    StorageCaps c;
+    c.max_inflight = 64;  // GETs worth keeping in flight (docs/s3.md, S2)
+    return c;
+  }
+  std::string Uri(const std::string& path) const override {
+    return fmt::format("s3://{}{}", bucket_, path.empty() || path[0] != '/' ? "/" + path : path);
+  }
+
+  // "/a/b" -> "a/b"; "/" -> "".
+  static std::string Key(const std::string& path) {
+    size_t i = 0;
+    while (i < path.size() && path[i] == '/') ++i;
+    std::string k = path.substr(i);
+    while (!k.empty() && k.back() == '/') k.pop_back();
+    return k;
+  }
+  static std::string Prefix(const std::string& path) {
+    std::string k = Key(path);
+    return k.empty() ? k : k + "/";
+  }
+
+  Result<std::unique_ptr<RandomAccessFile>> OpenRead(const std::string& path) override {
+    std::string uri = Uri(path);
+    DS_ASSIGN_OR_RETURN(S3Response r, Head(Key(path), uri));
+    if (r.status == 404) {  // which: no bucket, a prefix, or no object
+      auto st = Stat(path, true);
+      if (!st.ok()) return st.status();
+      if (st->type == FileType::kDirectory) {
+        return Status(Code::kBadInput, fmt::format("{}: a directory (a key prefix)", uri));
+      }
+    }
+    if (r.status / 100 != 2) return client_->Fail(r, uri);
+    uint64_t size = std::strtoull(r.headers["content-length"].c_str(), nullptr, 10);
+    return std::unique_ptr<RandomAccessFile>(
+        new S3File(client_, Key(path), uri, size, r.headers["etag"]));
+  }
+
+  Result<std::unique_ptr<WritableFile>> Create(const std::string& path) override {
+    return std::unique_ptr<WritableFile>(new S3Writable(*client_, Key(path), Uri(path)));
+  }
+
+  Result<std::unique_ptr<RandomWriteFile>> OpenWrite(const std::string& path,
+                                                     WriteMode mode) override {
+    std::string uri = Uri(path);
+    bool exists = false;
+    if (mode != WriteMode::kTruncate) {
+      DS_ASSIGN_OR_RETURN(S3Response r, Head(Key(path), uri));
+      if (r.status / 100 != 2 && r.status != 404) return client_->Fail(r, uri);
+      exists = r.status / 100 == 2;
+      if (exists && mode == WriteMode::kCreateNew) {
+        return Status(Code::kAlreadyExists, fmt::format("{}: exists", uri));
+      }
+    }
+    const char* dir = std::getenv("TMPDIR");
+    int fd = ::open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::FromErrno(errno, uri + ": a local spool under TMPDIR");
+    auto file = std::make_unique<S3SpoolWrite>(*client_, OwnedFd(fd), Key(path), uri);
+    if (exists) {  // kKeep: the object as it is, to be written on (a journal, a resumed copy)
+      DS_ASSIGN_OR_RETURN(auto object, OpenRead(path));
+      std::string piece;
+      for (uint64_t off = 0; off < object->size(); off += piece.size()) {
+        piece.resize(std::min<uint64_t>(kPartSize, object->size() - off));
+        DS_RETURN_IF_ERROR(object->ReadAt(off, piece.data(), piece.size()));
+        DS_RETURN_IF_ERROR(file->WriteAt(off, piece.data(), piece.size()));
+      }
+    } else {
+      DS_RETURN_IF_ERROR(file->Truncate(0));  // the object is there from now, empty
+    }
+    DS_RETURN_IF_ERROR(file->Sync());
+    return std::unique_ptr<RandomWriteFile>(std::move(file));
+  }
+
+  Status SyncDir(const std::string&) override { return Status::Ok(); }
+
+  Result<FileInfo> Stat(const std::string& path, bool) override {
+    std::string uri = Uri(path);
+    std::string key = Key(path);
+    if (!key.empty()) {
+      DS_ASSIGN_OR_RETURN(S3Response r, Head(key, uri));
+      if (r.status / 100 == 2) {
+        return ObjectInfo(std::strtoull(r.headers["content-length"].c_str(), nullptr, 10),
+                          ParseTime(r.headers["last-modified"]));
+      }
+      if (r.status != 404) return client_->Fail(r, uri);
+    }
+    // A directory: any key under the prefix (the bucket itself: that it exists).
+    S3Request list{"GET", "", {{"list-type", "2"}, {"prefix", Prefix(path)}, {"max-keys", "1"}}};
+    DS_ASSIGN_OR_RETURN(S3Response r, client_->Perform(list, uri));
+    if (r.status / 100 != 2) return client_->Fail(r, uri);
+    if (key.empty() || !XmlBlocks(r.body, "Contents").empty()) return DirInfo();
+    return Status(Code::kNotFound, fmt::format("{}: no such object or prefix", uri), ENOENT);
+  }
+
+  Result<std::vector<DirEntry>> List(const std::string& dir) override {
+    std::string uri = Uri(dir);
+    std::string prefix = Prefix(dir);
+    std::vector<DirEntry> out;
+    bool any = false;
+    std::string token;
+    do {
+      S3Request list{"GET",
+                     "",
+                     {{"list-type", "2"},
+                      {"prefix", prefix},
+                      {"delimiter", "/"},
+                      {"max-keys", std::to_string(kListPage)}}};
+      if (!token.empty()) list.query.emplace_back("continuation-token", token);
+      DS_ASSIGN_OR_RETURN(S3Response r, client_->Perform(list, uri + ": list"));
+      if (r.status / 100 != 2) return client_->Fail(r, uri + ": list");
+      for (std::string_view c : XmlBlocks(r.body, "Contents")) {
+        any = true;
+        std::string key = XmlText(c, "Key");
+        if (key.size() <= prefix.size()) continue;  // the directory's own marker
+        out.push_back({key.substr(prefix.size()),
+                       ObjectInfo(std::strtoull(XmlText(c, "Size").c_str(), nullptr, 10),
+                                  ParseTime(XmlText(c, "LastModified")))});
+      }
+      for (std::string_view c : XmlBlocks(r.body, "CommonPrefixes")) {
+        any = true;
+        std::string p = XmlText(c, "Prefix");
+        if (p.size() <= prefix.size() + 1) continue;
+        out.push_back({p.substr(prefix.size(), p.size() - prefix.size() - 1), DirInfo()});
+      }
+      token = XmlText(r.body, "IsTruncated") == "true" ? XmlText(r.body, "NextContinuationToken")
+                                                       : std::string();
+    } while (!token.empty());
+    if (!any && !prefix.empty()) {
+      return Status(Code::kNotFound, fmt::format("{}: no objects under this prefix", uri), ENOENT);
+    }
+    return out;
+  }
+
+  Status MakeDirs(const std::string& dir) override {
+    std::string prefix = Prefix(dir);
+    if (prefix.empty()) return Status::Ok();
+    S3Request put{"PUT", prefix};
+    put.headers.push_back(ContentMd5(""));
+    DS_ASSIGN_OR_RETURN(S3Response r, client_->Perform(put, Uri(dir)));
+    return r.status / 100 == 2 ? Status::Ok() : client_->Fail(r, Uri(dir));
+  }
+
+  Status Remove(const std::string& path) override {
+    std::string uri = Uri(path);
+    DS_ASSIGN_OR_RETURN(FileInfo info, Stat(path, false));
+    std::string key = info.type == FileType::kDirectory ? Prefix(path) : Key(path);
+    if (info.type == FileType::kDirectory) {
+      DS_ASSIGN_OR_RETURN(auto entries, List(path));
+      if (!entries.empty()) {
+        return Status(Code::kIOError, fmt::format("{}: not empty", uri));
+      }
+    }
+    S3Request del{"DELETE", key};
+    DS_ASSIGN_OR_RETURN(S3Response r, client_->Perform(del, uri));
+    return r.status / 100 == 2 ? Status::Ok() : client_->Fail(r, uri);
+  }
+
+  Status Rename(const std::string& from, const std::string& to) override {
+    std::string uri = Uri(from);
+    DS_ASSIGN_OR_RETURN(FileInfo info, Stat(from, false));
+    if (info.type != FileType::kRegular || info.size > kMaxCopy) {
+      return Status(
+          Code::kUnsupported,
+          fmt::format("{}: S3 renames one object of at most 5 GiB (a copy and a "
+                      "delete), not {}",
+                      uri, info.type == FileType::kRegular ? "a larger one" : "a prefix"));
+    }
+    S3Request copy{"PUT", Key(to)};
+    copy.headers.push_back(
+        fmt::format("x-amz-copy-source: /{}/{}", bucket_, AwsEncode(Key(from), true)));
+    std::string what = fmt::format("{}: copy to {}", uri, Uri(to));
+    DS_ASSIGN_OR_RETURN(S3Response r, client_->Perform(copy, what));
+    if (r.status / 100 != 2 || !r.ErrorCode().empty()) return client_->Fail(r, what);
+    S3Request del{"DELETE", Key(from)};
+    DS_ASSIGN_OR_RETURN(S3Response d, client_->Perform(del, uri));
+    return d.status / 100 == 2 ? Status::Ok() : client_->Fail(d, uri);
+  }
+
+  Result<std::unique_ptr<StorageLock>> LockWriter(const std::string& dir,
+                                                  std::string* warning) override {
+    if (warning) {
+      *warning = fmt::format(
+          "{}: not locked: S3 has no locks; make sure no other writer uses "
+          "this prefix",
+          Uri(dir));
+    }
+    return std::make_unique<StorageLock>();
+  }
+
+ private:
+  Result<S3Response> Head(const std::string& key, const std::string& uri) {
+    S3Request head{"HEAD", key};
+    return client_->Perform(head, uri);
+  }
+
+  std::shared_ptr<S3Client> client_;
+  std::string bucket_;
+};
+
+struct Opened {
+  std::mutex mu;
+  std::map<std::string, std::weak_ptr<S3Storage>> by_key;
+};
+
+}  // namespace
+
+Result<std::shared_ptr<Storage>> OpenS3Storage(const StorageUri& uri) {
+  if (uri.authority.empty()) {
+    return Status(Code::kInvalidArgument, "name the bucket: s3://BUCKET/PREFIX");
+  }
+  DS_ASSIGN_OR_RETURN(S3Config config, LoadS3Config(uri.query));
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}", config.endpoint, uri.authority,
+                                config.access_key, config.secret_key, uri.query, ::getpid());
+  static Opened* opened = new Opened;
+  std::lock_guard lock(opened->mu);
+  if (auto s = opened->by_key[key].lock()) return std::shared_ptr<Storage>(std::move(s));
+  auto storage = std::make_shared<S3Storage>(std::move(config), uri.authority);
+  opened->by_key[key] = storage;
+  return std::shared_ptr<Storage>(std::move(storage));
+}
+
+}  // namespace ds

@@ -1,0 +1,171 @@
+#!/usr/bin/env bash
+# s3:// end to end, against a real S3 server (Ceph's RADOS Gateway on a one-OSD cluster,
+# tests/e2e/s3_fixture.sh) through libcurl: a dataset uploaded by s3cmd (another client) read by
+# info/verify/ls/cat, convert from and to a bucket (native and the interop layouts, each read
+# back by s3cmd's download too; LMDB refused), dssync from it and its resume, dsbench replay,
+# the Python package and a DataLoader; and the bad inputs: wrong keys, a missing bucket, a wrong
+# endpoint, no credentials (each one line, exit 2, the secret never echoed), no metadata object
+# (no dataset), the gateway killed under a reader (retries, then one line naming the object and
+# the range), an object replaced under a reader (named). docs/s3.md.
+source "$(dirname "$0")/lib.sh"
+: "${DSSYNC:?set DSSYNC}" "${DSBENCH:?set DSBENCH}"
+source "$SRC_DIR/tests/e2e/s3_fixture.sh"
+trap 's3_stop; cleanup' EXIT
+s3_start
+echo "# the S3 fixture started in ${S3_START_SECONDS} s"
+N=${DSPACK_E2E_S3_SAMPLES:-600}
+U=$S3_URL
+PYMOD=$(dirname "$(dirname "$DSPACK")")/python
+cat >s3cfg <<EOF
+[default]
+access_key = $AWS_ACCESS_KEY_ID
+secret_key = $AWS_SECRET_ACCESS_KEY
+host_base = ${AWS_ENDPOINT_URL#http://}
+host_bucket = ${AWS_ENDPOINT_URL#http://}
+use_https = False
+signature_v2 = False
+EOF
+s3cmd() { command s3cmd -c "$WORK/s3cfg" --no-progress "$@"; }
+
+"$DSPACK" synth imagenet-like tree --samples "$N" --seed 5 -q
+"$DSPACK" convert tree local-ds --shard-size 1MiB --label-from-dir -q
+
+# --- a tree put by s3's own client: converted from the bucket, the shards of a local convert
+s3cmd sync -q tree/ "$U/tree/"
+s3cmd sync -q local-ds/ "$U/up-ds/"
+expect_exit 0 "$DSPACK" convert "$U/tree" from-s3 --shard-size 1MiB --label-from-dir -q
+for f in local-ds/shard-*; do cmp "$f" "from-s3/${f#local-ds/}" || fail "$f differs when read from S3"; done
+cmp local-ds/index.dsi from-s3/index.dsi || fail "index differs when read from S3"
+pass "convert s3://…/tree gives the shards of a local convert, byte for byte"
+
+# --- convert to a bucket, then read it back through every reading command
+expect_exit 0 "$DSPACK" convert tree "$U/ds" --shard-size 1MiB --label-from-dir -q
+expect_exit 0 "$DSPACK" verify "$U/ds"
+grep -qF "$N records" "$WORK/last.out" || fail "verify s3:// did not check $N records"
+"$DSPACK" info "$U/ds" >info.txt
+grep -qE "samples: +$N" info.txt || fail "info s3:// lacks $N samples"
+"$DSPACK" ls "$U/ds" >ls-s3.txt
+"$DSPACK" ls local-ds >ls-local.txt
+cmp ls-s3.txt ls-local.txt || fail "ls s3:// differs from ls of the local dataset"
+key=$(sed -n 7p ls-local.txt)
+"$DSPACK" cat "$U/ds" "$key" --field JPEG >cat-s3.bin
+"$DSPACK" cat local-ds "$key" --field JPEG >cat-local.bin
+cmp cat-s3.bin cat-local.bin || fail "cat s3:// $key differs"
+s3cmd ls "$U/ds/" | grep -E "\.tmp|journal" && fail "temp objects left under $U/ds"
+expect_exit 0 "$DSPACK" verify "$U/up-ds"
+pass "convert to s3://; verify/info/ls/cat read it as the local dataset"
+
+for f in wds tfrecord recordio; do
+  expect_exit 0 "$DSPACK" convert tree "$U/out-$f" --format "$f" --shard-size 1MiB --label-from-dir -q
+  expect_exit 0 "$DSPACK" verify "$U/out-$f"
+  s3cmd sync -q "$U/out-$f/" "got-$f/"  # what another client downloads is the same dataset
+  expect_exit 0 "$DSPACK" verify "got-$f"
+done
+expect_exit 2 "$DSPACK" convert tree "$U/out-lmdb" --format lmdb --label-from-dir -q
+expect_err "LMDB needs a local file"
+pass "wds, tfrecord and recordio written to s3:// verify there and after s3cmd's download; lmdb refused"
+
+# --- dssync from a bucket, then again: nothing recopied
+expect_exit 0 "$DSSYNC" "$U/ds" staged
+"$DSPACK" verify staged -q
+for f in local-ds/shard-*; do cmp "$f" "staged/${f#local-ds/}" || fail "dssync: $f differs"; done
+expect_exit 0 "$DSSYNC" "$U/ds" staged
+grep -qE "^staged 0 files .* 0 recopied" "$WORK/last.out" || { cat "$WORK/last.out"; fail "rerun recopied"; }
+pass "dssync s3:// stages the dataset byte for byte; a rerun copies nothing"
+
+# --- dsbench replay against the bucket
+expect_exit 0 "$DSBENCH" replay "$U/ds" --epochs 1 --output-format json
+"$PY" - "$WORK/last.out" "$N" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert str(sys.argv[2]) in json.dumps(r), "replay JSON lacks the epoch's samples"
+EOF
+pass "dsbench replay reads s3://"
+
+# --- the Python package: dspack.open, read_batch, a DataLoader with workers
+env PYTHONPATH="$PYMOD" "$PY" - "$U/ds" local-ds "$N" <<'EOF'
+import sys
+import dspack
+from dspack.torch import MapDataset
+import torch
+url, local, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
+r, l = dspack.open(url), dspack.open(local)
+assert len(r) == n, (len(r), n)
+for i in (0, n // 2, n - 1):
+    assert r[i] == l[i], i
+assert r.read_batch([3, 1, 4]) == l.read_batch([3, 1, 4])
+dl = torch.utils.data.DataLoader(MapDataset(url), batch_size=16, num_workers=2,
+                                 collate_fn=lambda x: x)
+assert sum(len(b) for b in dl) == n
+EOF
+pass "dspack.open(s3://) reads as the local dataset; a DataLoader's workers read it"
+
+# --- bad input: each one line, exit 2, the secret never echoed
+expect_exit 2 env AWS_SECRET_ACCESS_KEY=not-the-secret-42 "$DSPACK" info "$U/ds"
+expect_err "access denied"
+grep -q "not-the-secret-42\|$AWS_SECRET_ACCESS_KEY" "$WORK/last.err" && fail "a secret was echoed"
+[ "$(wc -l <"$WORK/last.err")" -eq 1 ] || fail "wrong keys: not one line"
+expect_exit 2 "$DSPACK" info s3://no-such-bucket-x/ds
+expect_err "no bucket no-such-bucket-x"
+expect_exit 2 env AWS_ENDPOINT_URL=http://127.0.0.1:1 "$DSPACK" info "$U/ds?retries=1"
+expect_err "cannot reach http://127.0.0.1:1"
+expect_exit 2 env -u AWS_ACCESS_KEY_ID -u AWS_SECRET_ACCESS_KEY HOME="$WORK" "$DSPACK" info "$U/ds"
+expect_err "no S3 credentials"
+expect_exit 2 "$DSSYNC" s3://no-such-bucket-x/ds nowhere
+expect_err "no bucket no-such-bucket-x"
+[ -e nowhere ] && fail "dssync left a destination for a missing bucket"
+pass "wrong keys, a missing bucket, a wrong endpoint, no credentials: one line each, exit 2"
+
+# --- the commit point: a dataset without its metadata object is no dataset
+expect_exit 0 "$DSPACK" convert tree "$U/half" --shard-size 1MiB --label-from-dir -q
+s3_curl -X DELETE "$AWS_ENDPOINT_URL/$S3_BUCKET/half/manifest.json"
+expect_exit 1 "$DSPACK" info "$U/half"
+pass "no manifest object: no dataset"
+
+# --- an object replaced under a reader: named, never a mix of two objects; then the gateway
+# killed under a reader: bounded retries, then the object and the range named
+env PYTHONPATH="$PYMOD" "$PY" - "$U/up-ds?retries=2" "$N" <<'EOF' >reader.out 2>&1 &
+import os, sys, time
+import dspack
+url, n = sys.argv[1], int(sys.argv[2])
+r = dspack.open(url)
+r[0]
+open("ready", "w").close()
+while not os.path.exists("go"):
+    time.sleep(0.05)
+try:
+    r[1]
+except Exception as e:
+    assert "changed since it was opened" in str(e) and "shard-000000.dsr" in str(e), str(e)
+else:
+    raise AssertionError("a replaced object was read")
+open("ready2", "w").close()
+while not os.path.exists("go2"):
+    time.sleep(0.05)
+try:
+    r[n - 1]
+except Exception as e:
+    msg = str(e)
+    assert "cannot reach" in msg and "after 3 tries" in msg and "bytes " in msg, msg
+    assert ".dsr" in msg, msg
+else:
+    raise AssertionError("read with the gateway down")
+print("reader ok")
+EOF
+reader=$!
+for _ in $(seq 200); do [ -e ready ] && break; kill -0 $reader 2>/dev/null || break; sleep 0.1; done
+head -c 1000 /dev/urandom >new.bin
+s3_curl -X PUT --data-binary @new.bin "$AWS_ENDPOINT_URL/$S3_BUCKET/up-ds/shard-000000.dsr" >/dev/null
+touch go
+for _ in $(seq 200); do [ -e ready2 ] && break; kill -0 $reader 2>/dev/null || break; sleep 0.1; done
+s3_stop_gateway
+touch go2
+wait $reader || { cat reader.out; fail "the reader under a replaced object and a dead gateway"; }
+grep -q "reader ok" reader.out || { cat reader.out; fail "reader"; }
+pass "an object replaced under a reader is named; radosgw down under it: the range named after 3 tries"
+
+expect_exit 2 "$DSPACK" verify "$U/ds?retries=1"
+expect_err "cannot reach"
+s3_start_gateway
+expect_exit 0 "$DSPACK" verify "$U/ds"
+pass "radosgw down: verify exits 2 in one line; up again: verify passes"
