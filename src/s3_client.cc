@@ -207,12 +207,7 @@ std::string S3Client::Url(const S3Request& request) const {
 
 namespace {
 
-struct Transfer {
-  const S3Request* request;
-  S3Response* response;
-  size_t body_pos = 0;
-  bool overflow = false;
-};
+using Transfer = S3Client::Transfer;
 
 size_t OnData(char* data, size_t size, size_t nmemb, void* user) {
   auto* t = static_cast<Transfer*>(user);
@@ -261,21 +256,69 @@ size_t OnRead(char* out, size_t size, size_t nmemb, void* user) {
   return n;
 }
 
-bool Retryable(const S3Response& r) {
-  if (r.status >= 500) return true;
-  return r.status == 503 || r.ErrorCode() == "SlowDown" || r.ErrorCode() == "RequestTimeout";
-}
-
 }  // namespace
 
+bool S3Client::Retryable(const S3Response& r) {
+  if (r.status >= 500) return true;
+  return r.ErrorCode() == "SlowDown" || r.ErrorCode() == "RequestTimeout";
+}
+
+void S3Client::Count(const S3Request& request, const S3Response& response, bool retry) {
+  std::lock_guard lock(mu_);
+  ++counters_.requests;
+  if (retry) ++counters_.retries;
+  counters_.bytes_in += response.sink_bytes + response.body.size();
+  counters_.bytes_out += request.body.size();
+}
+
+curl_slist* S3Client::Prepare(void* curl, Transfer* t) const {
+  CURL* c = static_cast<CURL*>(curl);
+  const S3Request& request = *t->request;
+  curl_slist* headers = nullptr;
+  headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
+  if (!config_.session_token.empty()) {
+    headers =
+        curl_slist_append(headers, ("x-amz-security-token: " + config_.session_token).c_str());
+  }
+  for (const std::string& line : request.headers)
+    headers = curl_slist_append(headers, line.c_str());
+  curl_easy_setopt(c, CURLOPT_URL, Url(request).c_str());
+  curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4_.c_str());
+  curl_easy_setopt(c, CURLOPT_USERPWD, userpwd_.c_str());
+  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
+  curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, config_.connect_timeout_ms);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+  curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, config_.stall_timeout_s);
+  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnData);
+  curl_easy_setopt(c, CURLOPT_WRITEDATA, t);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, OnHeader);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, t);
+  if (request.method == "HEAD") {
+    curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
+  } else if (request.method == "PUT") {
+    curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+    curl_easy_setopt(c, CURLOPT_READFUNCTION, OnRead);
+    curl_easy_setopt(c, CURLOPT_READDATA, t);
+    curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  } else if (request.method == "POST") {
+    curl_easy_setopt(c, CURLOPT_POST, 1L);
+    curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
+    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
+  } else if (request.method != "GET") {
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
+  }
+  return headers;
+}
+
 Result<S3Response> S3Client::Perform(const S3Request& request, std::string_view what) {
-  std::string url = Url(request);
   std::string curl_error;
   for (int attempt = 0;; ++attempt) {
     if (attempt > 0) {
       std::this_thread::sleep_for(std::chrono::milliseconds(50L << std::min(attempt - 1, 6)));
       std::lock_guard lock(mu_);
-      ++counters_.retries;
+      ++counters_.retries;  // the request itself is counted when done
     }
     auto h = Borrow();
     CURL* c = h->curl;
@@ -283,51 +326,11 @@ Result<S3Response> S3Client::Perform(const S3Request& request, std::string_view 
     S3Response response;
     Transfer t{&request, &response};
     char errbuf[CURL_ERROR_SIZE] = {0};
-    curl_slist* headers = nullptr;
-    headers = curl_slist_append(headers, "x-amz-content-sha256: UNSIGNED-PAYLOAD");
-    if (!config_.session_token.empty()) {
-      headers =
-          curl_slist_append(headers, ("x-amz-security-token: " + config_.session_token).c_str());
-    }
-    for (const std::string& line : request.headers)
-      headers = curl_slist_append(headers, line.c_str());
-    curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-    curl_easy_setopt(c, CURLOPT_AWS_SIGV4, sigv4_.c_str());
-    curl_easy_setopt(c, CURLOPT_USERPWD, userpwd_.c_str());
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
+    curl_slist* headers = Prepare(c, &t);
     curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_TCP_NODELAY, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, config_.connect_timeout_ms);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-    curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, config_.stall_timeout_s);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, OnData);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &t);
-    curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, OnHeader);
-    curl_easy_setopt(c, CURLOPT_HEADERDATA, &t);
-    if (request.method == "HEAD") {
-      curl_easy_setopt(c, CURLOPT_NOBODY, 1L);
-    } else if (request.method == "PUT") {
-      curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-      curl_easy_setopt(c, CURLOPT_READFUNCTION, OnRead);
-      curl_easy_setopt(c, CURLOPT_READDATA, &t);
-      curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, static_cast<curl_off_t>(request.body.size()));
-    } else if (request.method == "POST") {
-      curl_easy_setopt(c, CURLOPT_POST, 1L);
-      curl_easy_setopt(c, CURLOPT_POSTFIELDS, request.body.data());
-      curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
-                       static_cast<curl_off_t>(request.body.size()));
-    } else if (request.method != "GET") {
-      curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, request.method.c_str());
-    }
     CURLcode rc = curl_easy_perform(c);
     curl_slist_free_all(headers);
-    {
-      std::lock_guard lock(mu_);
-      ++counters_.requests;
-      counters_.bytes_in += response.sink_bytes + response.body.size();
-      counters_.bytes_out += request.body.size();
-    }
+    Count(request, response, false);
     if (rc == CURLE_OK) {
       Return(std::move(h));
       bool short_sink = request.sink != nullptr && response.status / 100 == 2 &&

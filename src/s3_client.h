@@ -33,6 +33,8 @@
 
 #include "src/status.h"
 
+struct curl_slist;
+
 namespace ds {
 
 struct S3Config {
@@ -99,6 +101,21 @@ class S3Client {
   // and the fix (keys, bucket, endpoint). 404 is kNotFound, 403 and 400 kInvalidArgument, 412
   // kCorruption (the object changed), the rest kIOError.
   Status Fail(const S3Response& response, std::string_view what) const;
+
+  // For an engine that drives many requests on its own curl multi handle (src/s3_engine.h):
+  // sets the easy handle `curl` up for t's request (URL, signature, headers, callbacks into t)
+  // and returns the header list to free with curl_slist_free_all once it is done.
+  struct Transfer {
+    const S3Request* request = nullptr;
+    S3Response* response = nullptr;
+    size_t body_pos = 0;
+    bool overflow = false;
+  };
+  struct curl_slist* Prepare(void* curl, Transfer* t) const;
+  // Whether an answered request is worth another try (5xx, SlowDown, RequestTimeout).
+  static bool Retryable(const S3Response& r);
+  // Counts a request done outside Perform.
+  void Count(const S3Request& request, const S3Response& response, bool retry);
 
   // Requests and bytes so far (the request bill of docs/s3.md).
   struct Counters {

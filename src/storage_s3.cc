@@ -16,6 +16,7 @@
 #include "src/fd.h"
 #include "src/md5.h"
 #include "src/s3_client.h"
+#include "src/s3_engine.h"
 
 namespace ds {
 namespace {
@@ -461,6 +462,19 @@ class S3Storage final : public Storage {
           Uri(dir));
     }
     return std::make_unique<StorageLock>();
+  }
+
+  // Many ranged GETs in flight on one thread (src/s3_engine.h).
+  Result<std::unique_ptr<IoEngine>> NewEngine(const EngineOptions& options) override {
+    const std::string own = "s3://" + bucket_;
+    // A path of this storage, or a file's name (its URI: what an S3File says).
+    auto path_of = [own](const std::string& p) {
+      return p.rfind(own + "/", 0) == 0 ? p.substr(own.size()) : p;
+    };
+    S3EnginePaths paths{
+        [path_of](const std::string& p) { return Key(path_of(p)); },
+        [own, path_of](const std::string& p) { return own + "/" + Key(path_of(p)); }};
+    return MakeS3Engine(client_, options, std::move(paths));
   }
 
  private:

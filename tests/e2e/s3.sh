@@ -93,12 +93,15 @@ r, l = dspack.open(url), dspack.open(local)
 assert len(r) == n, (len(r), n)
 for i in (0, n // 2, n - 1):
     assert r[i] == l[i], i
-assert r.read_batch([3, 1, 4]) == l.read_batch([3, 1, 4])
+idx = list(range(0, n, 3))
+assert r.read_batch(idx) == l.read_batch(idx)
+st = r.last_batch_stats()  # the backend's own engine: the batch's GETs in flight at once
+assert st["engine"] == "s3" and st["peak_inflight"] > 1, st
 dl = torch.utils.data.DataLoader(MapDataset(url), batch_size=16, num_workers=2,
                                  collate_fn=lambda x: x)
 assert sum(len(b) for b in dl) == n
 EOF
-pass "dspack.open(s3://) reads as the local dataset; a DataLoader's workers read it"
+pass "dspack.open(s3://) reads as the local dataset, read_batch through the s3 engine; a DataLoader's workers read it"
 
 # --- bad input: each one line, exit 2, the secret never echoed
 expect_exit 2 env AWS_SECRET_ACCESS_KEY=not-the-secret-42 "$DSPACK" info "$U/ds"
