@@ -51,6 +51,9 @@ struct LayoutSummary {
   uint64_t shards = 0;
   uint64_t payload_bytes = 0;
   uint64_t bytes_written = 0;
+  // What the caller should tell the user of a run that succeeded: an output the storage could not
+  // lock (NFS, S3), unfinished uploads of an interrupted writer that were cleaned (S3).
+  std::vector<std::string> warnings;
 };
 
 class LayoutWriter {

@@ -223,6 +223,8 @@ int ConvertCommand::Run(int* argc, char*** argv) {
         std::printf("%s already holds the finished dataset; nothing to resume\n", f.co.out.c_str());
       return 0;
     }
+    for (const std::string& w : report.warnings)
+      std::fprintf(stderr, "dspack: warning: %s\n", w.c_str());
     if (f.json)
       std::printf("%s\n", report.ToJson().dump(2).c_str());
     else if (!f.quiet)

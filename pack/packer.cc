@@ -43,6 +43,7 @@ json ConvertReport::ToJson() const {
           {"classes", classes},
           {"schema", SchemaName(schema)},
           {"ranks", ranks},
+          {"warnings", warnings},
           {"scan_seconds", scan_seconds},
           {"seconds", total_seconds},
           {"files_per_sec", total_seconds > 0 ? files / total_seconds : 0},
@@ -153,6 +154,7 @@ Status Packer::Run() {
   r_->shards = sum.shards;
   r_->payload_bytes = sum.payload_bytes;
   r_->bytes_written = sum.bytes_written;
+  r_->warnings = std::move(sum.warnings);
   r_->total_seconds = Since(t0);
   return Status::Ok();
 }

@@ -96,6 +96,7 @@ struct ConvertReport {
   double scan_seconds = 0;
   double total_seconds = 0;
   std::vector<std::string> skipped_examples;  // first few "path: error"
+  std::vector<std::string> warnings;          // the writer's (LayoutSummary::warnings)
   nlohmann::json ToJson() const;
 };
 

@@ -14,38 +14,15 @@
 #include <mutex>
 
 #include "src/fd.h"
-#include "src/md5.h"
 #include "src/s3_client.h"
 #include "src/s3_engine.h"
+#include "src/s3_upload.h"
 
 namespace ds {
 namespace {
 
-constexpr size_t kPartSize = 8 << 20;      // multipart above this; S3's minimum part is 5 MiB
 constexpr uint64_t kMaxCopy = 5ULL << 30;  // CopyObject's limit (one request)
 constexpr int kListPage = 1000;            // ListObjectsV2's max-keys
-
-std::string Base64(const uint8_t* p, size_t n) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-  std::string out;
-  for (size_t i = 0; i < n; i += 3) {
-    uint32_t v = p[i] << 16;
-    if (i + 1 < n) v |= p[i + 1] << 8;
-    if (i + 2 < n) v |= p[i + 2];
-    out += kAlphabet[(v >> 18) & 63];
-    out += kAlphabet[(v >> 12) & 63];
-    out += i + 1 < n ? kAlphabet[(v >> 6) & 63] : '=';
-    out += i + 2 < n ? kAlphabet[v & 63] : '=';
-  }
-  return out;
-}
-
-std::string ContentMd5(std::string_view body) {
-  Md5 md5;
-  md5.Update(body);
-  auto d = md5.Digest();
-  return "Content-MD5: " + Base64(d.data(), d.size());
-}
 
 // "2026-12-07T03:24:01.411Z" (ListObjectsV2) or "Mon, 07 Dec 2026 03:24:01 GMT" (HEAD): ns.
 int64_t ParseTime(const std::string& s) {
@@ -70,92 +47,6 @@ FileInfo DirInfo() {
   info.type = FileType::kDirectory;
   info.mode = 0755;
   return info;
-}
-
-class S3Storage;
-
-// One object's upload: a PUT, or a multipart upload once more than a part is given.
-class S3Upload {
- public:
-  S3Upload(S3Client& client, std::string key, std::string uri)
-      : client_(client), key_(std::move(key)), uri_(std::move(uri)) {}
-  ~S3Upload() { Abort(); }
-  Status Add(std::string_view data);
-  Status Finish();
-  void Abort();
-
- private:
-  Status Part(std::string_view data);
-  S3Client& client_;
-  std::string key_, uri_;
-  std::string buf_;
-  std::string upload_id_;
-  std::vector<std::string> etags_;
-};
-
-Status S3Upload::Add(std::string_view data) {
-  while (!data.empty()) {
-    size_t n = std::min(data.size(), kPartSize - buf_.size());
-    buf_.append(data.substr(0, n));
-    data.remove_prefix(n);
-    if (buf_.size() == kPartSize) {
-      DS_RETURN_IF_ERROR(Part(buf_));
-      buf_.clear();
-    }
-  }
-  return Status::Ok();
-}
-
-Status S3Upload::Part(std::string_view data) {
-  if (upload_id_.empty()) {
-    S3Request init{"POST", key_, {{"uploads", ""}}};
-    DS_ASSIGN_OR_RETURN(S3Response r, client_.Perform(init, uri_));
-    if (r.status / 100 != 2) return client_.Fail(r, uri_ + ": start a multipart upload");
-    upload_id_ = XmlText(r.body, "UploadId");
-  }
-  int number = static_cast<int>(etags_.size()) + 1;
-  S3Request put{"PUT", key_, {{"partNumber", std::to_string(number)}, {"uploadId", upload_id_}}};
-  put.headers.push_back(ContentMd5(data));
-  put.body = data;
-  std::string what = fmt::format("{}: part {}", uri_, number);
-  DS_ASSIGN_OR_RETURN(S3Response r, client_.Perform(put, what));
-  if (r.status / 100 != 2) return client_.Fail(r, what);
-  etags_.push_back(r.headers["etag"]);
-  return Status::Ok();
-}
-
-Status S3Upload::Finish() {
-  if (upload_id_.empty()) {
-    S3Request put{"PUT", key_};
-    put.headers.push_back(ContentMd5(buf_));
-    put.body = buf_;
-    DS_ASSIGN_OR_RETURN(S3Response r, client_.Perform(put, uri_));
-    if (r.status / 100 != 2) return client_.Fail(r, uri_);
-    buf_.clear();
-    return Status::Ok();
-  }
-  if (!buf_.empty()) DS_RETURN_IF_ERROR(Part(buf_));
-  buf_.clear();
-  std::string xml = "<CompleteMultipartUpload>";
-  for (size_t i = 0; i < etags_.size(); ++i) {
-    xml += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", i + 1, etags_[i]);
-  }
-  xml += "</CompleteMultipartUpload>";
-  S3Request done{"POST", key_, {{"uploadId", upload_id_}}};
-  done.headers.push_back("Content-Type: application/xml");
-  done.body = xml;
-  DS_ASSIGN_OR_RETURN(S3Response r, client_.Perform(done, uri_ + ": complete the upload"));
-  // S3 may answer 200 with an error in the body.
-  if (r.status / 100 != 2 || !r.ErrorCode().empty()) return client_.Fail(r, uri_);
-  upload_id_.clear();
-  return Status::Ok();
-}
-
-void S3Upload::Abort() {
-  if (upload_id_.empty()) return;
-  S3Request abort{"DELETE", key_, {{"uploadId", upload_id_}}};
-  (void)client_.Perform(abort, uri_ + ": abort the upload");
-  upload_id_.clear();
 }
 
 class S3File final : public RandomAccessFile {
@@ -189,84 +80,6 @@ class S3File final : public RandomAccessFile {
   std::string key_, uri_;
   uint64_t size_;
   std::string etag_;
-};
-
-class S3Writable final : public WritableFile {
- public:
-  S3Writable(S3Client& client, std::string key, std::string uri)
-      : upload_(client, std::move(key), uri), uri_(std::move(uri)) {}
-  const std::string& name() const override { return uri_; }
-  uint64_t size() const override { return size_; }
-  Status Append(std::string_view data) override {
-    size_ += data.size();
-    return upload_.Add(data);
-  }
-  Status Sync() override { return Status::Ok(); }  // durable at Commit: S3 has no partial object
-  Status Commit() override { return upload_.Finish(); }
-
- private:
-  S3Upload upload_;
-  std::string uri_;
-  uint64_t size_ = 0;
-};
-
-// A file written at offsets: a local spool (an unnamed file under TMPDIR) uploaded whole by
-// Sync and Close, since an S3 object is written once.
-class S3SpoolWrite final : public RandomWriteFile {
- public:
-  S3SpoolWrite(S3Client& client, OwnedFd spool, std::string key, std::string uri)
-      : client_(client), spool_(std::move(spool)), key_(std::move(key)), uri_(std::move(uri)) {}
-  ~S3SpoolWrite() override { (void)Close(); }
-  const std::string& name() const override { return uri_; }
-  Status WriteAt(uint64_t offset, const void* data, size_t n) override {
-    dirty_ = true;
-    return WriteFullAt(spool_.get(), data, n, offset, uri_ + ": the local spool");
-  }
-  Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) override {
-    ssize_t got = ::pread(spool_.get(), buf, n, static_cast<off_t>(offset));
-    if (got < 0) return Status::FromErrno(errno, uri_ + ": spool");
-    return static_cast<size_t>(got);
-  }
-  Result<uint64_t> Size() override {
-    struct stat st;
-    if (::fstat(spool_.get(), &st) != 0) return Status::FromErrno(errno, uri_ + ": spool");
-    return static_cast<uint64_t>(st.st_size);
-  }
-  Status Truncate(uint64_t size) override {
-    dirty_ = true;
-    if (::ftruncate(spool_.get(), static_cast<off_t>(size)) != 0) {
-      return Status::FromErrno(errno, uri_ + ": spool");
-    }
-    return Status::Ok();
-  }
-  Status Sync() override {
-    if (!dirty_) return Status::Ok();
-    DS_ASSIGN_OR_RETURN(uint64_t size, Size());
-    S3Upload upload(client_, key_, uri_);
-    std::string piece;
-    for (uint64_t off = 0; off < size; off += piece.size()) {
-      piece.resize(std::min<uint64_t>(kPartSize, size - off));
-      DS_ASSIGN_OR_RETURN(size_t n, ReadSome(off, piece.data(), piece.size()));
-      piece.resize(n);
-      if (n == 0) break;
-      DS_RETURN_IF_ERROR(upload.Add(piece));
-    }
-    DS_RETURN_IF_ERROR(upload.Finish());
-    dirty_ = false;
-    return Status::Ok();
-  }
-  Status Close() override {
-    if (!spool_.valid()) return Status::Ok();
-    Status s = Sync();
-    spool_.reset();
-    return s;
-  }
-
- private:
-  S3Client& client_;
-  OwnedFd spool_;
-  std::string key_, uri_;
-  bool dirty_ = false;
 };
 
 class S3Storage final : public Storage {
@@ -314,7 +127,7 @@ class S3Storage final : public Storage {
   }
 
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path) override {
-    return std::unique_ptr<WritableFile>(new S3Writable(*client_, Key(path), Uri(path)));
+    return NewS3Writable(*client_, Key(path), Uri(path));
   }
 
   Result<std::unique_ptr<RandomWriteFile>> OpenWrite(const std::string& path,
@@ -332,12 +145,12 @@ class S3Storage final : public Storage {
     const char* dir = std::getenv("TMPDIR");
     int fd = ::open(dir && *dir ? dir : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0) return Status::FromErrno(errno, uri + ": a local spool under TMPDIR");
-    auto file = std::make_unique<S3SpoolWrite>(*client_, OwnedFd(fd), Key(path), uri);
+    auto file = NewS3SpoolWrite(*client_, OwnedFd(fd), Key(path), uri);
     if (exists) {  // kKeep: the object as it is, to be written on (a journal, a resumed copy)
       DS_ASSIGN_OR_RETURN(auto object, OpenRead(path));
       std::string piece;
       for (uint64_t off = 0; off < object->size(); off += piece.size()) {
-        piece.resize(std::min<uint64_t>(kPartSize, object->size() - off));
+        piece.resize(std::min<uint64_t>(kS3PartSize, object->size() - off));
         DS_RETURN_IF_ERROR(object->ReadAt(off, piece.data(), piece.size()));
         DS_RETURN_IF_ERROR(file->WriteAt(off, piece.data(), piece.size()));
       }
@@ -412,7 +225,7 @@ class S3Storage final : public Storage {
     std::string prefix = Prefix(dir);
     if (prefix.empty()) return Status::Ok();
     S3Request put{"PUT", prefix};
-    put.headers.push_back(ContentMd5(""));
+    put.headers.push_back(ContentMd5Header(""));
     DS_ASSIGN_OR_RETURN(S3Response r, client_->Perform(put, Uri(dir)));
     return r.status / 100 == 2 ? Status::Ok() : client_->Fail(r, Uri(dir));
   }
@@ -453,13 +266,22 @@ class S3Storage final : public Storage {
     return d.status / 100 == 2 ? Status::Ok() : client_->Fail(d, uri);
   }
 
+  // No lock; but the writer that claims a prefix is the next run of any writer that died there:
+  // the multipart uploads it left unfinished (invisible, yet stored and billed) are aborted.
   Result<std::unique_ptr<StorageLock>> LockWriter(const std::string& dir,
                                                   std::string* warning) override {
+    DS_ASSIGN_OR_RETURN(int aborted, AbortUploads(Prefix(dir)));
     if (warning) {
       *warning = fmt::format(
           "{}: not locked: S3 has no locks; make sure no other writer uses "
           "this prefix",
           Uri(dir));
+      if (aborted > 0) {
+        *warning += fmt::format(
+            " (aborted {} unfinished multipart upload{} an interrupted "
+            "writer left under it)",
+            aborted, aborted == 1 ? "" : "s");
+      }
     }
     return std::make_unique<StorageLock>();
   }
@@ -478,6 +300,34 @@ class S3Storage final : public Storage {
   }
 
  private:
+  // Aborts every multipart upload in progress under prefix (ListMultipartUploads, page by page).
+  Result<int> AbortUploads(const std::string& prefix) {
+    const std::string what = Uri(prefix) + ": list unfinished uploads";
+    int aborted = 0;
+    std::string key_marker, id_marker;
+    for (;;) {
+      S3Request list("GET", "", {{"uploads", ""}, {"prefix", prefix}});
+      if (!key_marker.empty()) {
+        list.query.emplace_back("key-marker", key_marker);
+        list.query.emplace_back("upload-id-marker", id_marker);
+      }
+      DS_ASSIGN_OR_RETURN(S3Response r, client_->Perform(list, what));
+      if (r.status / 100 != 2) return client_->Fail(r, what);
+      for (std::string_view u : XmlBlocks(r.body, "Upload")) {
+        const std::string key = XmlText(u, "Key");
+        S3Request abort("DELETE", key, {{"uploadId", XmlText(u, "UploadId")}});
+        DS_ASSIGN_OR_RETURN(S3Response a, client_->Perform(abort, Uri(key)));
+        if (a.status / 100 != 2 && a.status != 404) return client_->Fail(a, Uri(key));
+        aborted++;
+      }
+      if (XmlText(r.body, "IsTruncated") != "true") break;
+      key_marker = XmlText(r.body, "NextKeyMarker");
+      id_marker = XmlText(r.body, "NextUploadIdMarker");
+      if (key_marker.empty()) break;
+    }
+    return aborted;
+  }
+
   Result<S3Response> Head(const std::string& key, const std::string& uri) {
     S3Request head{"HEAD", key};
     return client_->Perform(head, uri);

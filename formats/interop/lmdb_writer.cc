@@ -203,7 +203,10 @@ class Writer : public LayoutWriter {
     DS_RETURN_IF_ERROR(Fail(PublishOutput(*LocalStorage(), &out_dir_)));
     out_ = out_dir_.dir;
     done_ = true;
-    if (summary) *summary = {samples_, 1, payload_, fm.size};
+    if (summary) {
+      *summary = {samples_, 1, payload_, fm.size, {}};
+      if (!out_dir_.lock_warning.empty()) summary->warnings.push_back(out_dir_.lock_warning);
+    }
     return Status::Ok();
   }
 

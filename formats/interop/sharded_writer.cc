@@ -215,6 +215,7 @@ Status ShardedWriter::Finish(LayoutSummary* summary) {
 }
 
 Status ShardedWriter::CommitDataset(LayoutSummary* summary) {
+  if (summary && !out_dir_.lock_warning.empty()) summary->warnings.push_back(out_dir_.lock_warning);
   DS_RETURN_IF_ERROR(Fail(Publish()));
   DS_RETURN_IF_ERROR(Fail(CommitLayoutMeta(*storage_, out_, classes_, crcs_, &meta_, &created_)));
   // A staged replace is swapped in now; then readers may open OUT.

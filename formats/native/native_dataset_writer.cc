@@ -282,6 +282,7 @@ Status DatasetWriter::Finish(DatasetSummary* summary) {
 }
 
 Status DatasetWriter::Commit(DatasetSummary* summary) {
+  if (summary && !out_dir_.lock_warning.empty()) summary->warnings.push_back(out_dir_.lock_warning);
   std::string idx_tmp = out_ + "/" + kIndexName + ".tmp";
   FileMeta& im = manifest_.index;
   im.name = kIndexName;

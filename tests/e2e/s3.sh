@@ -172,3 +172,24 @@ expect_err "cannot reach"
 s3_start_gateway
 expect_exit 0 "$DSPACK" verify "$U/ds"
 pass "radosgw down: verify exits 2 in one line; up again: verify passes"
+
+# --- radosgw killed under an upload: no dataset under the final name; the next run aborts the
+# multipart upload left behind, and writes the dataset whole. One 64 MiB shard: 8 parts.
+uploads() { s3_curl "$AWS_ENDPOINT_URL/$S3_BUCKET?prefix=big%2F&uploads=" | grep -o "<UploadId>" | wc -l; }
+"$DSPACK" convert tree "$U/big?retries=0" --shard-size 64MiB --label-from-dir -q 2>big.err &
+conv=$!
+for _ in $(seq 300); do [ "$(uploads)" -gt 0 ] && break; kill -0 $conv 2>/dev/null || break; sleep 0.05; done
+[ "$(uploads)" -gt 0 ] || fail "no multipart upload was seen in flight"
+s3_stop_gateway
+set +e; wait $conv; rc=$?; set -e
+[ "$rc" -eq 2 ] || { cat big.err; fail "convert under a dead gateway: exit $rc, want 2"; }
+[ "$(wc -l <big.err)" -eq 1 ] || { cat big.err; fail "convert under a dead gateway: not one line"; }
+s3_start_gateway
+expect_exit 1 "$DSPACK" info "$U/big"
+[ "$(uploads)" -gt 0 ] || fail "the killed upload left no multipart upload to clean"
+expect_exit 0 "$DSPACK" convert tree "$U/big" --shard-size 64MiB --label-from-dir --force
+grep -q "aborted 1 unfinished multipart upload" "$WORK/last.err" || { cat "$WORK/last.err"; fail "no abort said"; }
+[ "$(uploads)" -eq 0 ] || fail "an orphaned multipart upload survived the next run"
+expect_exit 0 "$DSPACK" verify "$U/big"
+pass "radosgw killed under an upload: no dataset; the next run aborts the orphan and writes it whole"
+
