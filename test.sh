@@ -55,6 +55,9 @@ case "${1:-}" in
     # e2e_nfs at 300 samples (its cases are about the server and the client's errors, which a few
     # shards exercise as well as many): at 1000 it took 148 s, the last test of this pass.
     export DSPACK_E2E_NFS_SAMPLES=${DSPACK_E2E_NFS_SAMPLES:-300}
+    # e2e_s3 at 300 samples: its cases are the requests and the server's errors; most of its time
+    # is the gateway's start and the converts, not the samples.
+    export DSPACK_E2E_S3_SAMPLES=${DSPACK_E2E_S3_SAMPLES:-300}
     export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
     select=(-LE slow)  # the 4 GiB and 70,000-member cases run once, in the plain pass

@@ -179,11 +179,7 @@ Status NotADataset(Storage& storage, const std::string& path) {
   const std::string shown = storage.Uri(path);
   auto st = storage.Stat(path, true);
   if (!st.ok()) {
-    // A backend's own error (an S3 403, a server that cannot be reached) says itself.
-    if (st.status().err() == 0) return st.status();
-    if (st.status().err() != ENOENT && st.status().err() != 0) {
-      return Status::FromErrno(st.status().err(), shown, Code::kBadInput);
-    }
+    if (st.status().err() != ENOENT) return Status::FromStorage(st.status(), shown);
     return Status(Code::kNotFound,
                   shown +
                       ": no such file or directory; give the dataset directory `dspack "
@@ -242,10 +238,7 @@ Result<std::unique_ptr<LayoutReader>> OpenAnyReader(const StorageRef& at) {
   const std::string& path = at.path;
   if (DetectAt(*at.storage, path)) return OpenLayout(at);
   auto st = at.storage->Stat(path, true);
-  if (!st.ok()) {
-    if (st.status().err() == 0) return st.status();
-    return Status::FromErrno(st.status().err(), at.storage->Uri(path), Code::kBadInput);
-  }
+  if (!st.ok()) return Status::FromStorage(st.status(), at.storage->Uri(path));
   if (st->type == FileType::kRegular && LooksLikeZip(*at.storage, path)) return OpenZipReader(at);
   if (st->type == FileType::kDirectory) {
     DS_RETURN_IF_ERROR(CheckNotDamagedDataset(*at.storage, path));  // never read as a plain tree

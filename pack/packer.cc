@@ -66,7 +66,7 @@ Status Packer::Run() {
   DS_RETURN_IF_ERROR(ResolveSrc());
   if (o_.job && o_.job->size() > 1) return RunPartitioned(t0);
   auto st = src_.storage->Stat(src_.path, /*follow=*/true);
-  if (!st.ok()) return Status::FromErrno(st.status().err(), o_.src, Code::kBadInput);
+  if (!st.ok()) return Status::FromStorage(st.status(), o_.src);
   bool is_archive = st->type == FileType::kRegular && LooksLikeArchive(o_.src);
   std::optional<Format> layout = is_archive ? std::nullopt : DetectLayout(o_.src);
   // A native subset view reads through its LayoutReader (formats/subset.h), not NativeSource,

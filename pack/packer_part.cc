@@ -18,7 +18,7 @@ namespace ds::internal {
 
 Status Packer::PartCheck() const {
   auto st = src_.storage->Stat(src_.path, /*follow=*/true);
-  if (!st.ok()) return Status::FromErrno(st.status().err(), o_.src, Code::kBadInput);
+  if (!st.ok()) return Status::FromStorage(st.status(), o_.src);
   if (st->type != FileType::kDirectory || DetectLayout(o_.src)) {
     return Status(Code::kInvalidArgument,
                   o_.src +

@@ -42,6 +42,11 @@ Status Status::FromErrno(int err, std::string_view context, Code fallback) {
   return Status(code, std::move(msg), err);
 }
 
+Status Status::FromStorage(const Status& s, std::string_view context, Code fallback) {
+  if (s.err() == 0) return s;
+  return FromErrno(s.err(), context, fallback);
+}
+
 std::string Status::ToString() const {
   if (ok()) return "ok";
   return message_;

@@ -48,6 +48,11 @@ class [[nodiscard]] Status {
   // Maps errno onto a Code (ENOSPC/EDQUOT -> kNoSpace, ENOENT -> kNotFound, EEXIST ->
   // kAlreadyExists, otherwise `fallback`). The message becomes "<context>: <strerror>".
   static Status FromErrno(int err, std::string_view context, Code fallback = Code::kIOError);
+  // A storage call's failure about an input: FromErrno(s.err(), context, fallback) where the
+  // backend gave an errno (a local or NFS file); s as it is where it did not (an S3 HTTP status,
+  // whose message already names the object and the fix). Never strerror(0), "Success".
+  static Status FromStorage(const Status& s, std::string_view context,
+                            Code fallback = Code::kBadInput);
 
   bool ok() const { return code_ == Code::kOk; }
   Code code() const { return code_; }

@@ -136,7 +136,7 @@ Status RunCompare(const CompareOptions& o, CompareResult* res,
   };
   DS_ASSIGN_OR_RETURN(StorageRef src, OpenStorage(o.src));
   auto st = src.storage->Stat(src.path, /*follow=*/true);
-  if (!st.ok()) return Status::FromErrno(st.status().err(), o.src, Code::kBadInput);
+  if (!st.ok()) return Status::FromStorage(st.status(), o.src);
   if (st->type != FileType::kDirectory || DetectLayout(o.src)) {
     return Status(Code::kBadInput,
                   o.src +

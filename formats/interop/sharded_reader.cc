@@ -20,7 +20,7 @@ Status ShardedReader::OpenShards(const std::string& path, std::string_view ext) 
   path_ = path;
   Storage& fs = *storage_;
   auto st = fs.Stat(path, true);
-  if (!st.ok()) return Status::FromErrno(st.status().err(), path, Code::kBadInput);
+  if (!st.ok()) return Status::FromStorage(st.status(), fs.Uri(path));
   std::vector<std::string> names;
   if (st->type == FileType::kDirectory) {
     dir_ = path;
@@ -154,7 +154,7 @@ Result<SampleLocation> ShardedReader::Locate(uint64_t i) const {
 }
 
 json ShardedReader::Info() const {
-  json j = {{"path", path_},
+  json j = {{"path", storage_->Uri(path_)},
             {"format", kind()},
             {"samples", size()},
             {"shards", shards_.size()},

@@ -48,7 +48,7 @@ class NativeReader : public LayoutReader {
   }
   json Info() const override {
     const Manifest& m = ds_->manifest();
-    return {{"path", path_},
+    return {{"path", storage_->Uri(path_)},
             {"format", kFormatName},
             {"version", m.version},
             {"samples", m.samples},
@@ -65,7 +65,7 @@ class NativeReader : public LayoutReader {
   std::string InfoText() const override {
     const Manifest& m = ds_->manifest();
     std::string s;
-    s += fmt::format("dataset:   {}\n", path_);
+    s += fmt::format("dataset:   {}\n", storage_->Uri(path_));
     s += fmt::format("format:    {} v{} ({})\n", kFormatName, m.version, m.created_by);
     s += fmt::format("samples:   {}\n", m.samples);
     s += fmt::format("shards:    {} (target {}, records aligned to {} B)\n", m.shards.size(),

@@ -89,8 +89,7 @@ struct Walker {
   Status Walk(const std::string& rel) {
     auto listed = storage.List(Abs(rel));
     if (!listed.ok()) {
-      return on_error(
-          rel, Status::FromErrno(listed.status().err(), rel.empty() ? "." : rel, Code::kBadInput));
+      return on_error(rel, Status::FromStorage(listed.status(), rel.empty() ? "." : rel));
     }
     std::vector<Entry> entries;
     for (DirEntry& e : *listed) {

@@ -48,7 +48,7 @@ Result<FileVersion> DirSource::StatFile(uint64_t file) const {
   std::string path(tree_.path(file));
   auto st = storage_->Stat(tree_.root() + "/" + path, /*follow=*/true);
   if (!st.ok()) {
-    return Status::FromErrno(st.status().err(), tree_.root() + "/" + path, Code::kBadInput);
+    return Status::FromStorage(st.status(), tree_.root() + "/" + path);
   }
   if (st->type != FileType::kRegular) {
     return Status(Code::kBadInput, tree_.root() + "/" + path + ": not a regular file");

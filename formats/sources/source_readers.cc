@@ -55,7 +55,7 @@ class TreeReader final : public LayoutReader {
     SampleHead h = HeadOf(tree_, i, [&](uint64_t f) -> uint64_t {
       auto st = storage_->Stat(File(f), true);
       if (st.ok()) return st->size;
-      if (!err) err = Status::FromErrno(st.status().err(), File(f), Code::kBadInput);
+      if (!err) err = Status::FromStorage(st.status(), File(f));
       return 0;
     });
     if (err) return *err;

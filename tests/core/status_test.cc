@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <filesystem>
 
 #include "src/cli_args.h"
@@ -164,4 +165,17 @@ TEST_CASE("RenderOptionNames: a resolver and a CLI11 app's own flags", "[core]")
         "--on-error skip is the model's; --cache: cold or warm");
   CHECK(ds::RenderOptionNames("(`quick`: a first look; `nope` stays)", flags) ==
         "(--quick: a first look; `nope` stays)");
+}
+
+TEST_CASE("FromStorage: errno's text where there is one, the backend's own error else",
+          "[core]") {
+  ds::Status local = ds::Status::FromErrno(EACCES, "/data/x");
+  ds::Status as_input = ds::Status::FromStorage(local, "/data/x");
+  CHECK(as_input.code() == ds::Code::kBadInput);
+  CHECK(as_input.message() == "/data/x: Permission denied");
+  // An S3 error has no errno: never "Success" (strerror(0)); the error as the backend said it.
+  ds::Status http(ds::Code::kInvalidArgument, "s3://b/x: access denied (HTTP 403)");
+  ds::Status kept = ds::Status::FromStorage(http, "s3://b/x");
+  CHECK(kept.code() == ds::Code::kInvalidArgument);
+  CHECK(kept.message() == "s3://b/x: access denied (HTTP 403)");
 }
