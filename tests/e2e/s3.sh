@@ -18,16 +18,6 @@ U=$S3_URL
 PYMOD=$(dirname "$(dirname "$DSPACK")")/python
 have_py=0  # the sanitizer passes build no Python package
 [ -f "$PYMOD/dspack/__init__.py" ] && have_py=1
-cat >s3cfg <<EOF
-[default]
-access_key = $AWS_ACCESS_KEY_ID
-secret_key = $AWS_SECRET_ACCESS_KEY
-host_base = ${AWS_ENDPOINT_URL#http://}
-host_bucket = ${AWS_ENDPOINT_URL#http://}
-use_https = False
-signature_v2 = False
-EOF
-s3cmd() { command s3cmd -c "$WORK/s3cfg" --no-progress "$@"; }
 
 "$DSPACK" synth imagenet-like tree --samples "$N" --seed 5 -q
 "$DSPACK" convert tree local-ds --shard-size 1MiB --label-from-dir -q

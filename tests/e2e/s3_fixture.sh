@@ -9,6 +9,7 @@
 #   s3_stop_gateway    kills radosgw (SIGKILL: a crash, for the fault tests)
 #   s3_start_gateway   starts it again and waits until it answers
 #   s3_stop            stops every daemon (also run at exit)
+#   s3cmd, s3_curl     Debian's s3cmd, and curl with SigV4, against the fixture's endpoint
 # Ports (a block of 50: the OSD binds 8) come from S3_TAG (default: this shell's pid), so that
 # two fixtures do not collide.
 # Where Ceph is missing, s3_start prints "SKIP: why" and exits 77 (ctest: skipped, never passed);
@@ -148,6 +149,20 @@ s3_start() {
   # The bucket, through the gateway with curl's own SigV4 (a client other than ours).
   s3_curl -X PUT "$AWS_ENDPOINT_URL/$S3_BUCKET" >/dev/null
   S3_START_SECONDS=$(echo "$(date +%s.%N) - $S3_STARTED" | bc 2>/dev/null || echo "?")
+}
+
+# s3cmd ARGS...: Debian's s3cmd (a client other than ours) with the fixture's endpoint and keys.
+s3cmd() {
+  cat >"$S3_DIR/s3cfg" <<EOF
+[default]
+access_key = $AWS_ACCESS_KEY_ID
+secret_key = $AWS_SECRET_ACCESS_KEY
+host_base = ${AWS_ENDPOINT_URL#http://}
+host_bucket = ${AWS_ENDPOINT_URL#http://}
+use_https = False
+signature_v2 = False
+EOF
+  command s3cmd -c "$S3_DIR/s3cfg" --no-progress "$@"
 }
 
 # s3_curl ARGS...: curl with SigV4 and the fixture's keys; fails on an HTTP error.

@@ -26,16 +26,6 @@ source tests/e2e/s3_fixture.sh
 trap 's3_stop; rm -rf "$WORK"' EXIT
 s3_start
 U=$S3_URL
-cat >"$WORK/s3cfg" <<EOF
-[default]
-access_key = $AWS_ACCESS_KEY_ID
-secret_key = $AWS_SECRET_ACCESS_KEY
-host_base = ${AWS_ENDPOINT_URL#http://}
-host_bucket = ${AWS_ENDPOINT_URL#http://}
-use_https = False
-signature_v2 = False
-EOF
-s3cmd() { command s3cmd -c "$WORK/s3cfg" --no-progress "$@"; }
 "$DSPACK" synth imagenet-like "$WORK/tree" --samples "$N" --seed 1 -q
 "$DSPACK" convert "$WORK/tree" "$WORK/ds" --label-from-dir -q
 mkdir -p "$WORK/big"
