@@ -167,8 +167,7 @@ TEST_CASE("RenderOptionNames: a resolver and a CLI11 app's own flags", "[core]")
         "(--quick: a first look; `nope` stays)");
 }
 
-TEST_CASE("FromStorage: errno's text where there is one, the backend's own error else",
-          "[core]") {
+TEST_CASE("FromStorage: errno's text where there is one, the backend's own error else", "[core]") {
   ds::Status local = ds::Status::FromErrno(EACCES, "/data/x");
   ds::Status as_input = ds::Status::FromStorage(local, "/data/x");
   CHECK(as_input.code() == ds::Code::kBadInput);

@@ -148,7 +148,7 @@ s3_start() {
     --access-key "$AWS_ACCESS_KEY_ID" --secret-key "$AWS_SECRET_ACCESS_KEY" >/dev/null 2>&1
   # The bucket, through the gateway with curl's own SigV4 (a client other than ours).
   s3_curl -X PUT "$AWS_ENDPOINT_URL/$S3_BUCKET" >/dev/null
-  S3_START_SECONDS=$(echo "$(date +%s.%N) - $S3_STARTED" | bc 2>/dev/null || echo "?")
+  S3_START_SECONDS=$(awk -v a="$S3_STARTED" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
 }
 
 # s3cmd ARGS...: Debian's s3cmd (a client other than ours) with the fixture's endpoint and keys.
