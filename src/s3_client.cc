@@ -215,12 +215,12 @@ size_t OnData(char* data, size_t size, size_t nmemb, void* user) {
   const S3Request& r = *t->request;
   bool ok_status =
       t->response->status == 0 || (t->response->status >= 200 && t->response->status < 300);
-  if (r.sink != nullptr && ok_status) {
+  if (r.sized() && ok_status) {
     if (t->response->sink_bytes + n > r.sink_size) {
       t->overflow = true;
       return 0;
     }
-    std::memcpy(r.sink + t->response->sink_bytes, data, n);
+    if (r.sink) std::memcpy(r.sink + t->response->sink_bytes, data, n);
     t->response->sink_bytes += n;
   } else {
     t->response->body.append(data, n);
@@ -333,8 +333,8 @@ Result<S3Response> S3Client::Perform(const S3Request& request, std::string_view 
     Count(request, response, false);
     if (rc == CURLE_OK) {
       Return(std::move(h));
-      bool short_sink = request.sink != nullptr && response.status / 100 == 2 &&
-                        response.sink_bytes != request.sink_size;
+      bool short_sink =
+          request.sized() && response.status / 100 == 2 && response.sink_bytes != request.sink_size;
       if (!short_sink && !Retryable(response)) return response;
       if (attempt >= config_.retries) {
         if (short_sink) {

@@ -71,6 +71,10 @@ struct S3Request {
   // otherwise into S3Response::body.
   char* sink = nullptr;
   size_t sink_size = 0;
+  // With no sink: a GET whose sink_size bytes are counted (S3Response::sink_bytes) and dropped,
+  // checked as a sink's are (a benchmark's read, in bounded memory).
+  bool discard = false;
+  bool sized() const { return sink != nullptr || discard; }
 };
 
 struct S3Response {

@@ -1,17 +1,16 @@
 // The "s3" IO engine: ranged GETs on a curl multi handle (src/s3_engine.h).
 #include "src/s3_engine.h"
 
-#include <curl/curl.h>
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cstdlib>
 #include <deque>
 #include <map>
-#include <thread>
 #include <vector>
+
+#include "src/s3_multi.h"
 
 namespace ds {
 namespace {
@@ -19,24 +18,9 @@ namespace {
 class S3Engine final : public IoEngine {
  public:
   S3Engine(std::shared_ptr<S3Client> client, unsigned depth, S3EnginePaths paths)
-      : client_(std::move(client)),
-        depth_(depth),
-        paths_(std::move(paths)),
-        multi_(curl_multi_init()) {
+      : client_(std::move(client)), depth_(depth), paths_(std::move(paths)), multi_(client_) {
     slots_.resize(depth_);
     for (unsigned i = 0; i < depth_; i++) free_.push_back(depth_ - 1 - i);
-  }
-
-  ~S3Engine() override {
-    for (Slot& slot : slots_) {
-      if (slot.easy) {
-        curl_multi_remove_handle(multi_, slot.easy);
-        curl_easy_cleanup(slot.easy);
-      }
-      if (slot.headers) curl_slist_free_all(slot.headers);
-    }
-    for (CURL* easy : idle_) curl_easy_cleanup(easy);
-    curl_multi_cleanup(multi_);
   }
 
   std::string_view name() const override { return "s3"; }
@@ -97,7 +81,7 @@ class S3Engine final : public IoEngine {
     slot.request->sink = static_cast<char*>(r->buf);
     slot.request->sink_size = len;
     slot.what = fmt::format("{}: bytes {}-{}", f.uri, r->offset, r->offset + len - 1);
-    Start(i);
+    multi_.Start(slot.request.get(), &slot.response, i);
     started_++;
     return Status::Ok();
   }
@@ -105,21 +89,16 @@ class S3Engine final : public IoEngine {
   Result<unsigned> Submit() override {
     unsigned n = started_;
     started_ = 0;
-    int running = 0;
-    curl_multi_perform(multi_, &running);  // the requests go out now
+    multi_.Wait(0, 0, &finished_);  // the requests go out now
+    Take();
     return n;
   }
 
   Result<size_t> Reap(size_t min, std::span<IoRequest*> out) override {
     started_ = 0;
     min = std::min<size_t>(min, inflight_);
-    for (;;) {
-      int running = 0;
-      curl_multi_perform(multi_, &running);
-      Drain();
-      if (done_.size() >= min) break;
-      curl_multi_poll(multi_, nullptr, 0, 100, nullptr);
-    }
+    if (done_.size() < min) multi_.Wait(min - done_.size(), -1, &finished_);
+    Take();
     size_t n = std::min(out.size(), done_.size());
     for (size_t i = 0; i < n; i++) {
       out[i] = done_.front();
@@ -145,77 +124,34 @@ class S3Engine final : public IoEngine {
   };
   struct Slot {
     IoRequest* r = nullptr;
-    CURL* easy = nullptr;
-    curl_slist* headers = nullptr;
     std::unique_ptr<S3Request> request;
     S3Response response;
-    S3Client::Transfer transfer;
     std::string what;
-    char errbuf[CURL_ERROR_SIZE] = {0};
-    int attempt = 0;
   };
 
-  void Start(unsigned i) {
-    Slot& slot = slots_[i];
-    if (!slot.easy) {
-      if (idle_.empty()) {
-        slot.easy = curl_easy_init();
-      } else {
-        slot.easy = idle_.back();
-        idle_.pop_back();
-      }
-    }
-    curl_easy_reset(slot.easy);
-    slot.response = S3Response{};
-    slot.transfer = S3Client::Transfer{slot.request.get(), &slot.response};
-    if (slot.headers) curl_slist_free_all(slot.headers);
-    slot.headers = client_->Prepare(slot.easy, &slot.transfer);
-    slot.errbuf[0] = '\0';
-    curl_easy_setopt(slot.easy, CURLOPT_ERRORBUFFER, slot.errbuf);
-    curl_easy_setopt(slot.easy, CURLOPT_PRIVATE,
-                     reinterpret_cast<void*>(static_cast<uintptr_t>(i)));
-    curl_multi_add_handle(multi_, slot.easy);
-  }
-
-  // Takes in what curl finished: completes it, or sends it again.
-  void Drain() {
-    int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(multi_, &left)) {
-      if (msg->msg != CURLMSG_DONE) continue;
-      void* p = nullptr;
-      curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, &p);
-      const unsigned i = static_cast<unsigned>(reinterpret_cast<uintptr_t>(p));
+  // Completes what the multi handle finished, with the one-line reason of a failure.
+  void Take() {
+    for (const S3Multi::Done& d : finished_) {
+      const unsigned i = static_cast<unsigned>(d.tag);
       Slot& slot = slots_[i];
-      const CURLcode rc = msg->data.result;
-      curl_multi_remove_handle(multi_, slot.easy);
-      const bool answered = rc == CURLE_OK;
-      const bool whole = answered && slot.response.status / 100 == 2 &&
-                         slot.response.sink_bytes == slot.request->sink_size;
-      client_->Count(*slot.request, slot.response, slot.attempt > 0);
-      if (whole) {
+      if (d.whole) {
         Complete(i, static_cast<ssize_t>(slot.request->sink_size));
         continue;
       }
-      const bool again =
-          !answered || slot.response.status / 100 == 2 || S3Client::Retryable(slot.response);
-      if (again && slot.attempt < client_->config().retries) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(50L << std::min(slot.attempt, 6)));
-        slot.attempt++;
-        Start(i);
-        continue;
-      }
       Status error;
-      if (!answered) {
-        error = Status(
-            Code::kIOError,
-            fmt::format("{}: cannot reach {} ({}) after {} tries: check "
-                        "AWS_ENDPOINT_URL and that the server is up",
-                        slot.what, client_->config().endpoint,
-                        slot.errbuf[0] ? slot.errbuf : curl_easy_strerror(rc), slot.attempt + 1));
+      if (d.overflow) {
+        error =
+            Status(Code::kIOError, fmt::format("{}: the server sent more than the {} bytes asked",
+                                               slot.what, slot.request->sink_size));
+      } else if (!d.answered) {
+        error = Status(Code::kIOError, fmt::format("{}: cannot reach {} ({}) after {} tries: check "
+                                                   "AWS_ENDPOINT_URL and that the server is up",
+                                                   slot.what, client_->config().endpoint,
+                                                   d.transport_error, d.attempts));
       } else if (slot.response.status / 100 == 2) {
-        error = Status(Code::kIOError, fmt::format("{}: {} bytes came of {} asked, {} times",
-                                                   slot.what, slot.response.sink_bytes,
-                                                   slot.request->sink_size, slot.attempt + 1));
+        error = Status(Code::kIOError,
+                       fmt::format("{}: {} bytes came of {} asked, {} times", slot.what,
+                                   slot.response.sink_bytes, slot.request->sink_size, d.attempts));
       } else {
         error = client_->Fail(slot.response, slot.what);
       }
@@ -223,6 +159,7 @@ class S3Engine final : public IoEngine {
       errors_[slot.r] = Status(error.code(), error.message(), -result);
       Complete(i, result);
     }
+    finished_.clear();
   }
 
   void Complete(unsigned i, ssize_t result) {
@@ -230,14 +167,6 @@ class S3Engine final : public IoEngine {
     slot.r->result = result;
     done_.push_back(slot.r);
     slot.r = nullptr;
-    if (slot.easy) {
-      idle_.push_back(slot.easy);
-      slot.easy = nullptr;
-    }
-    if (slot.headers) {
-      curl_slist_free_all(slot.headers);
-      slot.headers = nullptr;
-    }
     slot.request.reset();
     free_.push_back(i);
   }
@@ -245,10 +174,10 @@ class S3Engine final : public IoEngine {
   std::shared_ptr<S3Client> client_;
   unsigned depth_;
   S3EnginePaths paths_;
-  CURLM* multi_;
+  S3Multi multi_;
   std::vector<Slot> slots_;
   std::vector<unsigned> free_;
-  std::vector<CURL*> idle_;
+  std::vector<S3Multi::Done> finished_;
   std::deque<IoRequest*> done_;
   std::map<int, File> files_;
   std::map<const IoRequest*, Status> errors_;

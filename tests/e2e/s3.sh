@@ -2,7 +2,8 @@
 # s3:// end to end, against a real S3 server (Ceph's RADOS Gateway on a one-OSD cluster,
 # tests/e2e/s3_fixture.sh) through libcurl: a dataset uploaded by s3cmd (another client) read by
 # info/verify/ls/cat, convert from and to a bucket (native and the interop layouts, each read
-# back by s3cmd's download too; LMDB refused), dssync from it and its resume, dsbench replay,
+# back by s3cmd's download too; LMDB refused), dssync from it and its resume, dsbench replay
+# and dsbench s3 (every op, a verdict, 2 ranks under mpirun, cleanup),
 # the Python package and a DataLoader; and the bad inputs: wrong keys, a missing bucket, a wrong
 # endpoint, no credentials (each one line, exit 2, the secret never echoed), no metadata object
 # (no dataset), the gateway killed under a reader (retries, then one line naming the object and
@@ -73,6 +74,57 @@ r = json.load(open(sys.argv[1]))
 assert str(sys.argv[2]) in json.dumps(r), "replay JSON lacks the epoch's samples"
 EOF
 pass "dsbench replay reads s3://"
+
+# --- dsbench s3: warp's operations against the bucket, its figures, verdict and cleanup
+expect_exit 0 "$DSBENCH" s3 "$U/bench" --obj-size 64KiB --objects 64 --duration 2s --json
+"$PY" - "$WORK/last.out" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+g = r["ops"]["get"]
+assert g["ops"] > 0 and g["errors"] == 0 and g["bytes"] == g["ops"] * 65536, g
+for k in ("ttfb_ns", "ttlb_ns"):
+    p = g[k]["percentile"]
+    assert set(p) == {"50.000000", "90.000000", "99.000000", "99.900000"}, p
+    assert 0 < p["50.000000"] <= p["99.900000"], p
+assert g["ttfb_ns"]["mean"] <= g["ttlb_ns"]["mean"], g
+seg = r["summary"]["segments"]
+assert seg["count"] == 2 and seg["fastest"]["ops_per_s"] >= seg["slowest"]["ops_per_s"] > 0, seg
+EOF
+expect_exit 0 "$DSBENCH" s3 "$U/bench" --op mixed --obj-size 4KiB:64KiB --objects 64 --ops 400 --concurrency 8 --json
+"$PY" - "$WORK/last.out" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+ops = r["ops"]
+assert set(ops) == {"get", "put", "stat", "delete"}, ops.keys()
+assert sum(o["ops"] for o in ops.values()) == 400 and r["summary"]["errors"] == 0, r["summary"]
+EOF
+for op in put stat list delete; do
+  expect_exit 0 "$DSBENCH" s3 "$U/bench" --op $op --obj-size 4KiB --objects 32 --ops 32 --concurrency 4 --json
+  grep -q "\"$op\": {" "$WORK/last.out" || fail "dsbench s3 --op $op reported no $op"
+done
+expect_exit 1 "$DSBENCH" s3 "$U/bench" --op stat --objects 16 --duration 1s --min-iops 1e9 --max-ttfb-p99 10s
+grep -q "^FAIL: .* ops/s (bar " "$WORK/last.out" || fail "no FAIL line for --min-iops"
+grep -q "^PASS: TTFB p99 " "$WORK/last.out" || fail "no PASS line for --max-ttfb-p99"
+if command -v mpirun >/dev/null; then
+  expect_exit 0 env OMPI_MCA_btl_vader_single_copy_mechanism=none \
+    timeout 120 mpirun --allow-run-as-root --oversubscribe -n 2 \
+    -x AWS_ENDPOINT_URL -x AWS_ACCESS_KEY_ID -x AWS_SECRET_ACCESS_KEY -x AWS_REGION \
+    "$DSBENCH" s3 "$U/bench" --obj-size 16KiB --objects 32 --ops 200 --concurrency 4 --json
+  "$PY" - "$WORK/last.out" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["summary"]
+assert len(r["ranks"]) == 2 and s["ops"] == 400, s
+assert 0 < s["first_done"]["seconds"] <= s["last_done"]["seconds"], s
+EOF
+fi
+expect_exit 2 env AWS_SECRET_ACCESS_KEY=not-the-secret "$DSBENCH" s3 "$U/bench" --duration 1s
+expect_err "access denied"
+grep -q "not-the-secret" "$WORK/last.err" && fail "dsbench s3 echoed the secret"
+expect_exit 2 "$DSBENCH" s3 "$S3_URL-missing/bench" --duration 1s
+expect_err "no bucket"
+[ -z "$(s3cmd ls -r "$U/bench/")" ] || { s3cmd ls -r "$U/bench/" | head; fail "dsbench s3 left objects"; }
+pass "dsbench s3: get, mixed, put/stat/list/delete, a verdict, 2 ranks; wrong keys exit 2; no objects left"
 
 if [ "$have_py" = 1 ]; then
 # --- the Python package: dspack.open, read_batch, a DataLoader with workers
