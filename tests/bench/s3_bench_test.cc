@@ -127,7 +127,7 @@ TEST_CASE("s3 bench: options are checked, naming the flag", "[bench]") {
           o.ops = 11;
         })
             .message()
-            .find("--ops 11") == 0);
+            .find("`ops` 11") == 0);
   S3BenchOptions o;
   o.url = "s3://b";
   o.obj_size = 64 << 20;
