@@ -48,6 +48,8 @@ S3Commands::S3Commands(CLI::App& app) : f_(std::make_unique<Flags>()) {
       ->capture_default_str();
   f.s3->add_option("--seed", f.o.seed, "Random seed")->capture_default_str();
   f.s3->add_flag("--keep", f.o.keep, "Keep the objects");
+  f.s3->add_flag("--existing", f.o.existing,
+                 "get/stat/list the objects already under PREFIX; prepare and delete nothing");
   f.s3->add_flag("--json", f.json, "Print results as JSON");
   f.s3->add_option("--min-bw", f.min_bw, "Verdict: at least this MB/s over all ops (0 = none)")
       ->capture_default_str();
@@ -89,6 +91,9 @@ void Print(const S3Commands::Flags& f, const std::vector<S3BenchResult>& ranks,
     std::printf("%s\n", DumpJson(S3BenchJson(f.o, ranks, s)).c_str());
   } else {
     std::fputs(RenderDsbenchFlags(S3BenchText(f.o, ranks, s)).c_str(), stdout);
+    for (const S3BenchResult& r : ranks) {
+      if (f.o.keep && !f.o.existing) std::printf("kept the objects under %s\n", r.prefix.c_str());
+    }
     for (const S3BenchResult& r : ranks) {
       if (r.interrupted) {
         std::puts("interrupted: partial results above");

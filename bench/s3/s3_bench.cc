@@ -2,6 +2,7 @@
 #include "bench/s3/s3_bench.h"
 
 #include <fmt/format.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -51,12 +52,15 @@ class Bench {
     }
   }
 
-  std::string Key(uint64_t id) const { return fmt::format("{}obj.{}", base_, id); }
+  std::string Key(uint64_t id) const {
+    return existing_.empty() ? fmt::format("{}obj.{}", base_, id) : existing_[id].first;
+  }
   std::string Uri(const std::string& key) const {
     return fmt::format("s3://{}/{}", client_->bucket(), key);
   }
 
   uint64_t SizeOf(uint64_t id) {
+    if (!existing_.empty()) return existing_[id].second;
     if (o_.obj_size_min == 0 || o_.obj_size_min >= o_.obj_size) return o_.obj_size;
     // log-uniform between min and max, fixed per object by its number
     std::mt19937_64 g(o_.seed * 1000003 + id);
@@ -138,22 +142,44 @@ class Bench {
     out->retries = client_->counters().retries;
   }
 
-  // Deletes every object under the base prefix (listed, so that a put's and a failed run's go
-  // too). Returns what failed, for a warning.
-  std::string Cleanup() {
-    std::vector<std::string> keys;
+  // Every object under the base prefix, with its size (ListObjectsV2, every page).
+  Status List(std::vector<std::pair<std::string, uint64_t>>* out) {
     std::string token;
     for (;;) {
       S3Request::Query q = {{"list-type", "2"}, {"prefix", base_}};
       if (!token.empty()) q.push_back({"continuation-token", token});
       S3Request list("GET", "", q);
-      auto r = client_->Perform(list, Uri(base_));
-      if (!r.ok()) return r.status().message();
-      if (r->status / 100 != 2) return client_->Fail(*r, Uri(base_)).message();
-      for (std::string_view c : XmlBlocks(r->body, "Contents")) keys.push_back(XmlText(c, "Key"));
-      token = XmlText(r->body, "NextContinuationToken");
-      if (token.empty() || XmlText(r->body, "IsTruncated") != "true") break;
+      DS_ASSIGN_OR_RETURN(S3Response r, client_->Perform(list, Uri(base_)));
+      if (r.status / 100 != 2) return client_->Fail(r, Uri(base_));
+      for (std::string_view c : XmlBlocks(r.body, "Contents")) {
+        out->emplace_back(XmlText(c, "Key"),
+                          std::strtoull(XmlText(c, "Size").c_str(), nullptr, 10));
+      }
+      token = XmlText(r.body, "NextContinuationToken");
+      if (token.empty() || XmlText(r.body, "IsTruncated") != "true") return Status::Ok();
     }
+  }
+
+  // The objects already under the prefix, read in place of prepared ones (warp's
+  // --list-existing).
+  Status UseExisting() {
+    DS_RETURN_IF_ERROR(List(&existing_));
+    if (existing_.empty()) {
+      return Status(Code::kNotFound,
+                    fmt::format("{}: no objects to read: put some there, or run without `existing`",
+                                Uri(base_)));
+    }
+    for (uint64_t i = 0; i < existing_.size(); i++) live_.push_back(i);
+    return Status::Ok();
+  }
+
+  // Deletes every object under the base prefix (listed, so that a put's and a failed run's go
+  // too). Returns what failed, for a warning.
+  std::string Cleanup() {
+    std::vector<std::pair<std::string, uint64_t>> listed;
+    if (Status s = List(&listed); !s.ok()) return s.message();
+    std::vector<std::string> keys;
+    for (auto& [key, size] : listed) keys.push_back(std::move(key));
     S3Multi multi(client_);
     std::vector<std::unique_ptr<S3Request>> reqs(o_.concurrency);
     std::vector<S3Response> resps(o_.concurrency);
@@ -299,6 +325,7 @@ class Bench {
   std::mt19937_64 rng_;
   std::string data_;
   std::vector<uint64_t> live_;
+  std::vector<std::pair<std::string, uint64_t>> existing_;  // key, size
   std::map<uint64_t, int> busy_;
   uint64_t next_id_ = 0;
 };
@@ -342,6 +369,12 @@ Status CheckS3Bench(S3BenchOptions* o) {
         Code::kInvalidArgument,
         fmt::format("`ops` {}: delete removes each of the {} `objects` once", o->ops, o->objects));
   }
+  if (o->existing && o->op != "get" && o->op != "stat" && o->op != "list") {
+    return Status(Code::kInvalidArgument,
+                  fmt::format("`existing` with `op` {}: it reads only (get, stat, list), never "
+                              "writes or deletes what is there",
+                              o->op));
+  }
   auto uri = ParseStorageUri(o->url);
   if (!uri.ok()) return uri.status();
   if (uri->scheme != "s3" || uri->authority.empty()) {
@@ -358,23 +391,37 @@ Result<S3BenchResult> RunS3Bench(const S3BenchOptions& o, Job& job) {
   std::string prefix = uri.path;
   while (!prefix.empty() && prefix.front() == '/') prefix.erase(0, 1);
   while (!prefix.empty() && prefix.back() == '/') prefix.pop_back();
-  const std::string base = fmt::format("{}{}dsbench-s3.{}.r{}/", prefix, prefix.empty() ? "" : "/",
-                                       ::getpid(), job.rank());
+  const std::string base = o.existing
+                               ? (prefix.empty() ? prefix : prefix + "/")
+                               : fmt::format("{}{}dsbench-s3.{}.r{}/", prefix,
+                                             prefix.empty() ? "" : "/", ::getpid(), job.rank());
   Bench bench(o, client, base, job.rank());
   S3BenchResult out;
   out.rank = job.rank();
   out.host = job.host();
+  out.prefix = bench.Uri(base);
 
-  const uint64_t n = o.op == "put" ? 0 : o.objects;
+  const uint64_t n = o.op == "put" || o.existing ? 0 : o.objects;
   const auto p0 = Clock::now();
-  Status prepared = bench.Prepare(n);
+  Status prepared = o.existing ? bench.UseExisting() : bench.Prepare(n);
   out.prepare_seconds = std::chrono::duration<double>(Clock::now() - p0).count();
   out.prepared = n;
   // A plain process (a job of one) keeps its error as it is, without "rank 0 of 1".
   Status agreed = job.size() > 1 ? job.Agree(prepared, "preparing the objects") : prepared;
   if (agreed.ok()) agreed = job.Barrier("the start of the run");
-  if (agreed.ok() && !StopRequested()) bench.Run(&out);
-  if (!o.keep) out.cleanup_note = bench.Cleanup();
+  if (agreed.ok() && !StopRequested()) {
+    rusage before{}, after{};
+    getrusage(RUSAGE_THREAD, &before);
+    bench.Run(&out);
+    getrusage(RUSAGE_THREAD, &after);
+    auto sec = [](const timeval& a, const timeval& b) {
+      return static_cast<double>(b.tv_sec - a.tv_sec) +
+             static_cast<double>(b.tv_usec - a.tv_usec) / 1e6;
+    };
+    out.cpu_user = sec(before.ru_utime, after.ru_utime);
+    out.cpu_sys = sec(before.ru_stime, after.ru_stime);
+  }
+  if (!o.keep && !o.existing) out.cleanup_note = bench.Cleanup();
   if (!agreed.ok()) return agreed;
   if (out.end_ns == 0) out.start_ns = out.end_ns = RealtimeNs();
   uint64_t ok = 0, failed = 0;

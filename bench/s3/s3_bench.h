@@ -13,7 +13,9 @@
 //
 // Objects live under PREFIX/dsbench-s3.<pid>.r<rank>/ (URL's path + that), made for the run
 // ("prepare": `objects` objects for get, stat, delete and mixed, uploaded at the same
-// concurrency and not counted) and all deleted at the end unless `keep`, also after Ctrl-C.
+// concurrency and not counted) and all deleted at the end unless `keep`, also after Ctrl-C. With
+// `existing`, the objects already under PREFIX are read instead, and nothing is written.
+// The CPU time of the run (user and system) is measured, for the CPU per request.
 //
 // Operations: get (whole objects, or `range` bytes at a random aligned offset), put (new
 // objects), stat (HEAD), list (one ListObjectsV2 page of up to 1000 keys of the prefix), delete
@@ -52,6 +54,9 @@ struct S3BenchOptions {
   uint64_t ops = 0;             // > 0: this many operations per rank, not a duration
   double segment = 1;           // seconds per segment (a multiple of 0.1)
   bool keep = false;
+  // Read the objects already under the URL's prefix (their listed sizes) instead of preparing
+  // any: get, stat and list only; nothing is written or deleted (warp's --list-existing).
+  bool existing = false;
   uint64_t seed = 1;
   // The verdict (0: not judged).
   uint64_t min_bw = 0;      // bytes/s, of all operations
@@ -74,12 +79,14 @@ inline constexpr double kS3Tick = 0.1;
 struct S3BenchResult {
   int rank = 0;
   std::string host;
+  std::string prefix;  // s3://BUCKET/KEY-PREFIX/ of this rank's objects
   S3OpStats op[kS3Ops];
   std::vector<uint64_t> tick_ops, tick_bytes;  // successful ops and their bytes per tick
   int64_t start_ns = 0, end_ns = 0;            // CLOCK_REALTIME: comparable across ranks
   double prepare_seconds = 0;
   uint64_t prepared = 0;
-  uint64_t retries = 0;  // requests sent again (S3Client's counters)
+  uint64_t retries = 0;              // requests sent again (S3Client's counters)
+  double cpu_user = 0, cpu_sys = 0;  // seconds of this rank's thread during the run
   std::string first_error;
   bool interrupted = false;
   std::string cleanup_note;  // a cleanup that failed, as a warning

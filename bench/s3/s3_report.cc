@@ -140,6 +140,7 @@ std::string EncodeS3Result(const S3BenchResult& r) {
   }
   nlohmann::json j = {{"rank", r.rank},
                       {"host", r.host},
+                      {"prefix", r.prefix},
                       {"op", ops},
                       {"tick_ops", r.tick_ops},
                       {"tick_bytes", r.tick_bytes},
@@ -148,6 +149,8 @@ std::string EncodeS3Result(const S3BenchResult& r) {
                       {"prepare_seconds", r.prepare_seconds},
                       {"prepared", r.prepared},
                       {"retries", r.retries},
+                      {"cpu_user", r.cpu_user},
+                      {"cpu_sys", r.cpu_sys},
                       {"first_error", r.first_error},
                       {"interrupted", r.interrupted},
                       {"cleanup_note", r.cleanup_note}};
@@ -160,6 +163,7 @@ Result<S3BenchResult> DecodeS3Result(const std::string& text) {
     S3BenchResult r;
     r.rank = j.at("rank").get<int>();
     r.host = j.at("host").get<std::string>();
+    r.prefix = j.at("prefix").get<std::string>();
     const auto& ops = j.at("op");
     if (!ops.is_array() || ops.size() != kS3Ops) throw std::runtime_error("op: 5 entries");
     for (int i = 0; i < kS3Ops; i++) {
@@ -177,6 +181,8 @@ Result<S3BenchResult> DecodeS3Result(const std::string& text) {
     r.prepare_seconds = j.at("prepare_seconds").get<double>();
     r.prepared = j.at("prepared").get<uint64_t>();
     r.retries = j.at("retries").get<uint64_t>();
+    r.cpu_user = j.at("cpu_user").get<double>();
+    r.cpu_sys = j.at("cpu_sys").get<double>();
     r.first_error = j.at("first_error").get<std::string>();
     r.interrupted = j.at("interrupted").get<bool>();
     r.cleanup_note = j.at("cleanup_note").get<std::string>();
@@ -198,6 +204,7 @@ nlohmann::json S3BenchJson(const S3BenchOptions& o, const std::vector<S3BenchRes
                             {"duration", o.duration},
                             {"ops", o.ops},
                             {"segment", o.segment},
+                            {"existing", o.existing},
                             {"ranks", ranks.size()}};
   nlohmann::json ops = nlohmann::json::object();
   for (int i = 0; i < kS3Ops; i++) {
@@ -219,19 +226,25 @@ nlohmann::json S3BenchJson(const S3BenchOptions& o, const std::vector<S3BenchRes
       e += x.errors;
     }
     const double sec = r.seconds();
-    jr.push_back({{"rank", r.rank},
-                  {"host", r.host},
-                  {"seconds", sec},
-                  {"ops", n},
-                  {"bytes", b},
-                  {"errors", e},
-                  {"ops_per_s", sec > 0 ? n / sec : 0.0},
-                  {"bw_bytes", sec > 0 ? b / sec : 0.0},
-                  {"prepared", r.prepared},
-                  {"prepare_seconds", r.prepare_seconds},
-                  {"retries", r.retries},
-                  {"first_error", r.first_error},
-                  {"interrupted", r.interrupted}});
+    jr.push_back(
+        {{"rank", r.rank},
+         {"host", r.host},
+         {"prefix", r.prefix},
+         {"seconds", sec},
+         {"ops", n},
+         {"bytes", b},
+         {"errors", e},
+         {"ops_per_s", sec > 0 ? n / sec : 0.0},
+         {"bw_bytes", sec > 0 ? b / sec : 0.0},
+         {"prepared", r.prepared},
+         {"prepare_seconds", r.prepare_seconds},
+         {"retries", r.retries},
+         {"cpu",
+          {{"usr_s", r.cpu_user},
+           {"sys_s", r.cpu_sys},
+           {"per_request_us", n + e > 0 ? (r.cpu_user + r.cpu_sys) * 1e6 / (n + e) : 0.0}}},
+         {"first_error", r.first_error},
+         {"interrupted", r.interrupted}});
   }
   nlohmann::json summary = {
       {"ops", s.ops},
@@ -299,6 +312,12 @@ std::string S3BenchText(const S3BenchOptions& o, const std::vector<S3BenchResult
                        FormatCount(s.first_ops_per_s), FormatRate(s.first_bytes_per_s),
                        FormatDuration(s.first_seconds), FormatCount(s.ops_per_s),
                        FormatRate(s.bytes_per_s), FormatDuration(s.seconds));
+  }
+  double cpu = 0;
+  for (const S3BenchResult& r : ranks) cpu += r.cpu_user + r.cpu_sys;
+  if (s.ops + s.errors > 0) {
+    out += fmt::format("cpu: {:.2f} s for {} requests, {:.0f} us per request\n", cpu,
+                       s.ops + s.errors, cpu * 1e6 / static_cast<double>(s.ops + s.errors));
   }
   for (const S3BenchResult& r : ranks) {
     if (!r.first_error.empty()) {

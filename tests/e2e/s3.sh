@@ -118,13 +118,20 @@ assert len(r["ranks"]) == 2 and s["ops"] == 400, s
 assert 0 < s["first_done"]["seconds"] <= s["last_done"]["seconds"], s
 EOF
 fi
+expect_exit 0 "$DSBENCH" s3 "$U/exist" --op put --ops 8 --obj-size 4KiB --keep
+grep -q "^kept the objects under $U/exist/dsbench-s3\." "$WORK/last.out" || fail "--keep did not say where"
+expect_exit 0 "$DSBENCH" s3 "$U/exist" --existing --ops 16 --json
+grep -q '"bytes": 65536,' "$WORK/last.out" || fail "--existing did not read 16 objects of 4 KiB"
+[ "$(s3cmd ls -r "$U/exist/" | wc -l)" -eq 8 ] || fail "--existing changed the objects"
+expect_exit 2 "$DSBENCH" s3 "$U/exist" --existing --op delete
+expect_err "reads only"
 expect_exit 2 env AWS_SECRET_ACCESS_KEY=not-the-secret "$DSBENCH" s3 "$U/bench" --duration 1s
 expect_err "access denied"
 grep -q "not-the-secret" "$WORK/last.err" && fail "dsbench s3 echoed the secret"
 expect_exit 2 "$DSBENCH" s3 "$S3_URL-missing/bench" --duration 1s
 expect_err "no bucket"
 [ -z "$(s3cmd ls -r "$U/bench/")" ] || { s3cmd ls -r "$U/bench/" | head; fail "dsbench s3 left objects"; }
-pass "dsbench s3: get, mixed, put/stat/list/delete, a verdict, 2 ranks; wrong keys exit 2; no objects left"
+pass "dsbench s3: get, mixed, put/stat/list/delete, --existing, a verdict, 2 ranks; wrong keys exit 2; no objects left"
 
 if [ "$have_py" = 1 ]; then
 # --- the Python package: dspack.open, read_batch, a DataLoader with workers
