@@ -120,10 +120,12 @@ Result<S3Config> LoadS3Config(std::string_view query) {
     } else if (key == "timeout" && number && n >= 1 && n <= 3600) {
       c.stall_timeout_s = n;
       c.connect_timeout_ms = n * 1000;
+    } else if (key == "readahead" && number && n >= 0 && n <= 64) {
+      c.readahead_max = static_cast<size_t>(n) << 20;
     } else {
       return Status(Code::kInvalidArgument,
-                    fmt::format("?{}: s3:// takes addressing=path|virtual, retries=0..20 and "
-                                "timeout=1..3600 (seconds)",
+                    fmt::format("?{}: s3:// takes addressing=path|virtual, retries=0..20, "
+                                "timeout=1..3600 (seconds) and readahead=0..64 (MiB)",
                                 kv));
     }
   }

@@ -46,12 +46,13 @@ struct S3Config {
   bool path_style = true;
   int retries = 4;
   long connect_timeout_ms = 10000;
-  long stall_timeout_s = 30;  // a transfer slower than 1 byte/s this long is cut and retried
-  std::string key_source;     // "environment" or "profile NAME in FILE": for messages
+  long stall_timeout_s = 30;       // a transfer slower than 1 byte/s this long is cut and retried
+  size_t readahead_max = 8 << 20;  // a file read in order: the largest window (0: none)
+  std::string key_source;          // "environment" or "profile NAME in FILE": for messages
 };
 
 // The configuration for `bucket`, from the environment and files above and the URL's query
-// (addressing=path|virtual, retries=N, timeout=SECONDS).
+// (addressing=path|virtual, retries=N, timeout=SECONDS, readahead=MIB).
 Result<S3Config> LoadS3Config(std::string_view query);
 
 // AWS's URI encoding: unreserved characters (A-Z a-z 0-9 - _ . ~) kept, the rest %XX; '/' kept

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
 #include <map>
 #include <mutex>
@@ -49,6 +50,15 @@ FileInfo DirInfo() {
   return info;
 }
 
+// Read-ahead for a file read in order (docs/s3.md#reads): a reader of small consecutive pieces
+// (verify's records, a shard streamed) would otherwise pay a GET per piece. After two reads that
+// each start where the last ended, or after Advise(kSequential), a read smaller than the window
+// fetches the window from its offset into a buffer of the file's, and the next reads are served
+// from it. The window starts at 1 MiB and doubles up to S3Config::readahead_max (8 MiB; the URL's
+// readahead=MIB, 0 for none) while the reads stay in order. A read out of order goes straight to
+// the server.
+constexpr size_t kReadAheadMin = 1 << 20;
+
 class S3File final : public RandomAccessFile {
  public:
   S3File(std::shared_ptr<S3Client> client, std::string key, std::string uri, uint64_t size,
@@ -60,14 +70,53 @@ class S3File final : public RandomAccessFile {
         etag_(std::move(etag)) {}
   const std::string& name() const override { return uri_; }
   uint64_t size() const override { return size_; }
+
   Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) const override {
     if (offset >= size_) return size_t{0};
     n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
     if (n == 0) return size_t{0};
+    std::unique_lock lock(mu_);
+    if (offset >= ahead_off_ && offset < ahead_off_ + ahead_.size()) {
+      const size_t k =
+          static_cast<size_t>(std::min<uint64_t>(n, ahead_off_ + ahead_.size() - offset));
+      std::memcpy(buf, ahead_.data() + (offset - ahead_off_), k);
+      next_ = offset + k;
+      return k;
+    }
+    const bool in_order = offset == next_;
+    streak_ = in_order ? streak_ + 1 : 0;
+    next_ = offset + n;
+    const size_t most = client_->config().readahead_max;
+    if ((!sequential_ && streak_ < 2) || n >= std::min(window_, most)) {
+      if (!in_order) window_ = kReadAheadMin;
+      lock.unlock();
+      return Get(offset, static_cast<char*>(buf), n);
+    }
+    const size_t len =
+        static_cast<size_t>(std::min<uint64_t>(std::min(window_, most), size_ - offset));
+    ahead_.resize(len);
+    auto got = Get(offset, ahead_.data(), len);
+    if (!got.ok()) {
+      ahead_.clear();
+      return got.status();
+    }
+    ahead_off_ = offset;
+    window_ = std::min(window_ * 2, std::max(most, kReadAheadMin));
+    std::memcpy(buf, ahead_.data(), n);
+    return n;
+  }
+
+  void Advise(Advice advice, uint64_t, uint64_t) const override {
+    std::lock_guard lock(mu_);
+    if (advice == Advice::kSequential) sequential_ = true;
+  }
+
+ private:
+  Result<size_t> Get(uint64_t offset, char* buf, size_t n) const {
     S3Request get{"GET", key_};
     get.headers.push_back(fmt::format("Range: bytes={}-{}", offset, offset + n - 1));
     if (!etag_.empty()) get.headers.push_back("If-Match: " + etag_);
-    get.sink = static_cast<char*>(buf);
+    get.sink = buf;
     get.sink_size = n;
     std::string what = fmt::format("{}: bytes {}-{}", uri_, offset, offset + n - 1);
     DS_ASSIGN_OR_RETURN(S3Response r, client_->Perform(get, what));
@@ -75,11 +124,18 @@ class S3File final : public RandomAccessFile {
     return n;
   }
 
- private:
   std::shared_ptr<S3Client> client_;
   std::string key_, uri_;
   uint64_t size_;
   std::string etag_;
+  // The read-ahead state, shared by the threads that read this file.
+  mutable std::mutex mu_;
+  mutable std::string ahead_;  // bytes [ahead_off_, ahead_off_ + size)
+  mutable uint64_t ahead_off_ = 0;
+  mutable uint64_t next_ = 0;  // where the last read ended
+  mutable int streak_ = 0;     // reads in a row that started there
+  mutable size_t window_ = kReadAheadMin;
+  mutable bool sequential_ = false;
 };
 
 class S3Storage final : public Storage {

@@ -76,6 +76,11 @@ TEST_CASE("s3 config: the environment's keys, endpoint and region", "[core]") {
   CHECK_FALSE(v->path_style);
   CHECK(v->retries == 0);
   CHECK(v->stall_timeout_s == 5);
+  CHECK(v->readahead_max == (8u << 20));  // the default window
+  auto ra = LoadS3Config("readahead=0");
+  REQUIRE(ra.ok());
+  CHECK(ra->readahead_max == 0);
+  CHECK_THAT(LoadS3Config("readahead=65").status().message(), Catch::Contains("readahead=0..64"));
 
   auto bad = LoadS3Config("retries=99");
   REQUIRE_FALSE(bad.ok());
