@@ -3,11 +3,13 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 
 #include "bench/common/latency_report.h"
 #include "bench/compare/compare.h"
 #include "bench/compare/report_html.h"
+#include "bench/compare/stage_or_stream.h"
 #include "bench/io_cli.h"
 #include "bench/mpi_cli.h"
 #include "bench/replay/replay.h"
@@ -18,6 +20,7 @@
 #include "src/human.h"
 #include "src/stop.h"
 #include "src/system_probe.h"
+#include "sync/syncer.h"
 
 namespace ds::bench {
 
@@ -40,6 +43,10 @@ struct TrainingCommands::Flags {
   CompareOptions co;
   std::string layouts, caches = "cold,warm", html;
   bool no_local = false, zip_store = false;
+  // compare of a remote dataset: stage or stream
+  std::string stage_dir;
+  int train_epochs = 0;
+  bool keep_staged = false;
   // slowfs
   std::string sl_src, sl_mnt, sl_meta, sl_read;
 };
@@ -143,6 +150,60 @@ bool Starves(const ReplayResult& r) {
   return r.required_samples_per_sec > 0 && !r.epochs.empty() && !Feeds(r, r.epochs.back());
 }
 
+// `dsbench compare REMOTE --stage-dir DIR`: stream or stage (bench/compare/stage_or_stream.h), the
+// stager being dssync's library.
+int RunStageOrStreamCommand(TrainingCommands::Flags* f) {
+  if (f->stage_dir.empty()) {
+    return DsbenchFail(Status(Code::kInvalidArgument,
+                              "compare " + f->co.src +
+                                  ": a remote dataset needs --stage-dir, the local directory to "
+                                  "stage it into (stream or stage?)"));
+  }
+  if (std::filesystem::exists(f->stage_dir)) {
+    return DsbenchFail(Status(Code::kAlreadyExists,
+                              "--stage-dir " + f->stage_dir +
+                                  ": already exists; give a new directory (it is staged into and "
+                                  "removed after)"));
+  }
+  std::optional<ReplayMode> mode;  // "natural": the replay's default (map)
+  if (Status s = ResolveJob(&f->cj, &mode); !s.ok()) return DsbenchFail(s);
+  StageOrStreamOptions o;
+  o.url = f->co.src;
+  o.stage_dir = f->stage_dir;
+  o.job = f->cj.job;
+  if (mode) o.job.mode = *mode;
+  o.train_epochs = f->train_epochs;
+  o.keep = f->keep_staged;
+  auto workers = ParseWorkerList(f->cj.workers);
+  if (!workers.ok()) return DsbenchFail(workers.status());
+  o.job.workers = workers->back();
+  o.stage = [](const std::string& url, const std::string& dir) -> Status {
+    sync::SyncOptions so;
+    so.src = url;
+    so.dst = dir;
+    DS_ASSIGN_OR_RETURN(sync::SyncReport rep, sync::Sync(so));
+    if (!rep.errors.empty()) return rep.errors.front();
+    return Status::Ok();
+  };
+  const bool json = f->cj.format == "json";
+  StageOrStreamResult r;
+  Status s = RunStageOrStream(o, &r, [&](const std::string& line) {
+    std::fprintf(json ? stderr : stdout, "%s\n", line.c_str());
+    std::fflush(json ? stderr : stdout);
+  });
+  if (!o.keep) {
+    std::error_code ec;
+    std::filesystem::remove_all(o.stage_dir, ec);
+  }
+  if (!s.ok()) return DsbenchFail(s);
+  if (json) {
+    std::printf("%s\n", DumpJson({{"stage_or_stream", StageOrStreamJson(o, r)}}).c_str());
+  } else {
+    std::fputs(RenderDsbenchFlags(StageOrStreamText(o, r)).c_str(), stdout);
+  }
+  return 0;
+}
+
 int RunReplayCommand(JobFlags* f) {
   if (Status s = ResolveJob(f); !s.ok()) return DsbenchFail(s);
   auto workers = ParseWorkerList(f->workers);
@@ -233,7 +294,18 @@ TrainingCommands::TrainingCommands(CLI::App& app) : f_(std::make_unique<Flags>()
       "compare",
       "Build every layout of a tree, replay the same job against each (cold, warm, local and "
       "slow storage), rank them, and write JSON and an HTML report");
-  f->compare->add_option("SRC_DIR", f->co.src, "A directory tree of files")->required();
+  f->compare
+      ->add_option("SRC_DIR", f->co.src,
+                   "A directory tree of files; or a remote dataset (s3://, nfs://) with "
+                   "--stage-dir: stream it, or stage it with dssync first?")
+      ->required();
+  f->compare->add_option("--stage-dir", f->stage_dir,
+                         "SRC_DIR remote: where dssync stages it (a new local directory, removed "
+                         "after unless --keep-staged)");
+  f->compare->add_option("--train-epochs", f->train_epochs,
+                         "SRC_DIR remote: the training job's epochs, for the recommendation "
+                         "(default: state the break-even only)");
+  f->compare->add_flag("--keep-staged", f->keep_staged, "Keep the staged copy");
   f->co.work_dir = "dsbench-compare";
   f->compare
       ->add_option("--work-dir", f->co.work_dir,
@@ -300,6 +372,7 @@ int TrainingCommands::Run(const std::string& command) {
     return 0;
   }
   if (!f->compare->parsed()) return -1;
+  if (f->co.src.find("://") != std::string::npos) return RunStageOrStreamCommand(f);
 
   CompareOptions& o = f->co;
   if (Status s = ResolveJob(&f->cj, &o.mode); !s.ok()) return DsbenchFail(s);

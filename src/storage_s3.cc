@@ -50,13 +50,13 @@ FileInfo DirInfo() {
   return info;
 }
 
-// Read-ahead for a file read in order (docs/s3.md#reads): a reader of small consecutive pieces
-// (verify's records, a shard streamed) would otherwise pay a GET per piece. After two reads that
-// each start where the last ended, or after Advise(kSequential), a read smaller than the window
-// fetches the window from its offset into a buffer of the file's, and the next reads are served
-// from it. The window starts at 1 MiB and doubles up to S3Config::readahead_max (8 MiB; the URL's
-// readahead=MIB, 0 for none) while the reads stay in order. A read out of order goes straight to
-// the server.
+// Read-ahead for a file read in order (docs/s3.md#what-an-object-store-is-to-the-tools): a reader
+// of small consecutive pieces (verify's records, a shard streamed) would otherwise pay a GET per
+// piece. After two reads that each start where the last ended, or after Advise(kSequential), a read
+// smaller than the window fetches the window from its offset into a buffer of the file's, and the
+// next reads are served from it. The window starts at 1 MiB and doubles up to
+// S3Config::readahead_max (8 MiB; the URL's readahead=MIB, 0 for none) while the reads stay in
+// order. A read out of order goes straight to the server.
 constexpr size_t kReadAheadMin = 1 << 20;
 
 class S3File final : public RandomAccessFile {

@@ -3,7 +3,7 @@
 # tests/e2e/s3_fixture.sh) through libcurl: a dataset uploaded by s3cmd (another client) read by
 # info/verify/ls/cat, convert from and to a bucket (native and the interop layouts, each read
 # back by s3cmd's download too; LMDB refused), dssync from it and its resume, dsbench replay
-# and dsbench s3 (every op, a verdict, 2 ranks under mpirun, cleanup),
+# and dsbench s3 (every op, a verdict, 2 ranks under mpirun, cleanup), compare's stage or stream,
 # the Python package and a DataLoader; and the bad inputs: wrong keys, a missing bucket, a wrong
 # endpoint, no credentials (each one line, exit 2, the secret never echoed), no metadata object
 # (no dataset), the gateway killed under a reader (retries, then one line naming the object and
@@ -76,6 +76,25 @@ r = json.load(open(sys.argv[1]))
 assert str(sys.argv[2]) in json.dumps(r), "replay JSON lacks the epoch's samples"
 EOF
 pass "dsbench replay reads s3://"
+
+# --- dsbench compare of a dataset in the bucket: stream it, or stage it first?
+expect_exit 0 "$DSBENCH" compare "$U/ds" --stage-dir stg --epochs 1 --train-epochs 20 --output-format json
+"$PY" - "$WORK/last.out" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))["stage_or_stream"]
+d = r["decision"]
+assert r["stream"]["epoch_seconds"] > 0 and r["local"]["epoch_seconds"] > 0 and r["stage_seconds"] > 0, r
+be = d["break_even_epochs"]
+assert (be is None and not d["stage"]) or (be > 0 and d["stage"] == (20 > be)), d
+assert d["recommendation"].startswith("stage for 20 epochs" if d["stage"] else "stream"), d
+EOF
+[ ! -e stg ] || fail "compare left the staged copy"
+expect_exit 2 "$DSBENCH" compare "$U/ds"
+expect_err "needs --stage-dir"
+mkdir stg-there
+expect_exit 2 "$DSBENCH" compare "$U/ds" --stage-dir stg-there
+expect_err "already exists"
+pass "dsbench compare s3://: stream vs dssync-then-local, a recommendation with the break-even; bad --stage-dir"
 
 # --- dsbench s3: warp's operations against the bucket, its figures, verdict and cleanup
 expect_exit 0 "$DSBENCH" s3 "$U/bench" --obj-size 64KiB --objects 64 --duration 2s --json
