@@ -38,7 +38,7 @@ S3Commands::S3Commands(CLI::App& app) : f_(std::make_unique<Flags>()) {
       ->capture_default_str();
   f.s3->add_option("--objects", f.o.objects,
                    "Objects prepared for get/stat/list/delete/mixed (default 2500, at most 1 GiB "
-                   "in all)");
+                   "in all, at most --ops)");
   f.s3->add_option("--range", f.range, "get: read this many bytes per request at random offsets")
       ->capture_default_str();
   f.s3->add_option("--duration", f.duration, "How long to run, e.g. 30s, 5m")

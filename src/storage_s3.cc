@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -52,12 +53,15 @@ FileInfo DirInfo() {
 
 // Read-ahead for a file read in order (docs/s3.md#what-an-object-store-is-to-the-tools): a reader
 // of small consecutive pieces (verify's records, a shard streamed) would otherwise pay a GET per
-// piece. After two reads that each start where the last ended, or after Advise(kSequential), a read
-// smaller than the window fetches the window from its offset into a buffer of the file's, and the
-// next reads are served from it. The window starts at 1 MiB and doubles up to
-// S3Config::readahead_max (8 MiB; the URL's readahead=MIB, 0 for none) while the reads stay in
-// order. A read out of order goes straight to the server.
+// piece. The file follows up to kStreams flows of reads in order at once (a loader's workers each
+// reading on where another left off). After two reads of a flow that each start where the last
+// ended, or after Advise(kSequential), a read smaller than the flow's window fetches the window
+// from its offset, and the next reads are served from it. The window starts at 1 MiB and doubles
+// up to S3Config::readahead_max (8 MiB; the URL's readahead=MIB, 0 for none). A window is freed
+// once read through, so memory is bounded by the flows in progress (at most kStreams windows a
+// file). A read out of order goes straight to the server. No lock is held during a GET.
 constexpr size_t kReadAheadMin = 1 << 20;
+constexpr size_t kStreams = 8;
 
 class S3File final : public RandomAccessFile {
  public:
@@ -75,34 +79,56 @@ class S3File final : public RandomAccessFile {
     if (offset >= size_) return size_t{0};
     n = static_cast<size_t>(std::min<uint64_t>(n, size_ - offset));
     if (n == 0) return size_t{0};
-    std::unique_lock lock(mu_);
-    if (offset >= ahead_off_ && offset < ahead_off_ + ahead_.size()) {
-      const size_t k =
-          static_cast<size_t>(std::min<uint64_t>(n, ahead_off_ + ahead_.size() - offset));
-      std::memcpy(buf, ahead_.data() + (offset - ahead_off_), k);
-      next_ = offset + k;
-      return k;
-    }
-    const bool in_order = offset == next_;
-    streak_ = in_order ? streak_ + 1 : 0;
-    next_ = offset + n;
     const size_t most = client_->config().readahead_max;
-    if ((!sequential_ && streak_ < 2) || n >= std::min(window_, most)) {
-      if (!in_order) window_ = kReadAheadMin;
+    std::unique_lock lock(mu_);
+    for (Stream& f : streams_) {  // served from a window
+      if (f.ahead && offset >= f.ahead_off && offset < f.ahead_off + f.ahead->size()) {
+        const uint64_t end = f.ahead_off + f.ahead->size();
+        const size_t k = static_cast<size_t>(std::min<uint64_t>(n, end - offset));
+        std::memcpy(buf, f.ahead->data() + (offset - f.ahead_off), k);
+        f.next = offset + k;
+        f.used = ++clock_;
+        if (offset + k == end) f.ahead.reset();
+        return k;
+      }
+    }
+    Stream* f = nullptr;
+    for (Stream& g : streams_) {
+      if (!g.filling && g.next == offset && g.used > 0) f = &g;
+    }
+    const bool in_order = f != nullptr;
+    if (!f) {  // a new flow, in the place of the least recently used one
+      for (Stream& g : streams_) {
+        if (!g.filling && (!f || g.used < f->used)) f = &g;
+      }
+      if (!f) {  // every flow is fetching: read this directly
+        lock.unlock();
+        return Get(offset, static_cast<char*>(buf), n);
+      }
+      *f = Stream{};
+    }
+    f->streak = in_order ? f->streak + 1 : 0;
+    f->next = offset + n;
+    f->used = ++clock_;
+    if ((!sequential_ && f->streak < 2) || n >= std::min(f->window, most)) {
       lock.unlock();
       return Get(offset, static_cast<char*>(buf), n);
     }
     const size_t len =
-        static_cast<size_t>(std::min<uint64_t>(std::min(window_, most), size_ - offset));
-    ahead_.resize(len);
-    auto got = Get(offset, ahead_.data(), len);
-    if (!got.ok()) {
-      ahead_.clear();
-      return got.status();
+        static_cast<size_t>(std::min<uint64_t>(std::min(f->window, most), size_ - offset));
+    f->filling = true;
+    lock.unlock();
+    auto window = std::make_shared<std::string>(len, '\0');
+    auto got = Get(offset, window->data(), len);
+    std::memcpy(buf, window->data(), got.ok() ? n : 0);
+    lock.lock();
+    f->filling = false;
+    if (!got.ok()) return got.status();
+    f->window = std::min(f->window * 2, std::max(most, kReadAheadMin));
+    if (len > n) {
+      f->ahead = std::move(window);
+      f->ahead_off = offset;
     }
-    ahead_off_ = offset;
-    window_ = std::min(window_ * 2, std::max(most, kReadAheadMin));
-    std::memcpy(buf, ahead_.data(), n);
     return n;
   }
 
@@ -124,17 +150,25 @@ class S3File final : public RandomAccessFile {
     return n;
   }
 
+  // A flow of reads in order, and its window.
+  struct Stream {
+    uint64_t next = 0;  // where its last read ended
+    uint64_t used = 0;  // clock_ at its last read (0: never used)
+    int streak = 0;     // its reads in a row that started where the last ended
+    size_t window = kReadAheadMin;
+    bool filling = false;                      // a GET of its window in flight
+    std::shared_ptr<const std::string> ahead;  // bytes [ahead_off, ahead_off + size)
+    uint64_t ahead_off = 0;
+  };
+
   std::shared_ptr<S3Client> client_;
   std::string key_, uri_;
   uint64_t size_;
   std::string etag_;
   // The read-ahead state, shared by the threads that read this file.
   mutable std::mutex mu_;
-  mutable std::string ahead_;  // bytes [ahead_off_, ahead_off_ + size)
-  mutable uint64_t ahead_off_ = 0;
-  mutable uint64_t next_ = 0;  // where the last read ended
-  mutable int streak_ = 0;     // reads in a row that started there
-  mutable size_t window_ = kReadAheadMin;
+  mutable std::array<Stream, kStreams> streams_;
+  mutable uint64_t clock_ = 0;
   mutable bool sequential_ = false;
 };
 

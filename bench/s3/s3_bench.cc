@@ -363,6 +363,11 @@ Status CheckS3Bench(S3BenchOptions* o) {
   }
   if (o->objects == 0) {
     o->objects = std::clamp<uint64_t>((1ull << 30) / o->obj_size, 16, 2500);
+    // A count of ops needs no more objects than it reads (delete: one each).
+    if (o->ops > 0) {
+      const uint64_t need = std::max<uint64_t>(o->ops, 16);
+      o->objects = o->op == "delete" ? need : std::min(o->objects, need);
+    }
   }
   if (o->op == "delete" && o->ops > o->objects) {
     return Status(

@@ -48,7 +48,7 @@ struct S3BenchOptions {
   unsigned concurrency = 16;    // requests in flight (per rank)
   uint64_t obj_size = 1 << 20;  // bytes; with obj_size_min > 0, the largest of a log-uniform
   uint64_t obj_size_min = 0;    //   spread (warp's --obj.randsize)
-  uint64_t objects = 0;         // prepared objects; 0: 2500, at most 1 GiB in all (min 16)
+  uint64_t objects = 0;         // prepared; 0: 2500, at most 1 GiB in all and `ops` (min 16)
   uint64_t range = 0;           // get: this many bytes per request at a random offset (0: whole)
   double duration = 10;         // seconds of the run (ops == 0)
   uint64_t ops = 0;             // > 0: this many operations per rank, not a duration

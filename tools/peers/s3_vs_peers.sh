@@ -2,8 +2,9 @@
 # dspack against a real S3 server (docs/s3.md): Ceph's RADOS Gateway on a one-OSD memstore
 # cluster on 127.0.0.1 (tests/e2e/s3_fixture.sh). Medians of ROUNDS, the runs interleaved, in one
 # invocation:
-#   S3  dsbench replay of the native dataset against the tree it was packed from, both from the
-#       bucket: samples/s, and the request bill (storage operations per sample) of each.
+#   S3  dsbench replay of the native dataset (streamed, as its loader reads it) against the tree it
+#       was packed from (map: random files), both from the bucket: samples/s, and the request
+#       bill (storage operations per sample) of each.
 #   S4  dssync s3://… → local against `s3cmd sync` of the same prefix: the tree and the native
 #       shards.
 #   S1  (single object) dssync of one 256 MiB object against `curl` of it (one GET) and
@@ -48,13 +49,13 @@ timed() {  # timed NAME CMD...: into a fresh $WORK/out
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   printf '%s %d.%03d 0\n' "$name" $((ms / 1000)) $((ms % 1000)) >>"$results"
 }
-replay() {  # replay LAYOUT ROUND
-  "$DSBENCH" replay "$U/$1" --epochs 1 --output-format json \
+replay() {  # replay LAYOUT ROUND MODE: each as its loader reads it (compare's "natural")
+  "$DSBENCH" replay "$U/$1" --epochs 1 --mode "$3" --output-format json \
     >"$WORK/replay-$1-$2.json" 2>"$WORK/run.err" || [ $? -eq 1 ] || { cat "$WORK/run.err"; fail "replay $1"; }
 }
 for r in $(seq 1 "$ROUNDS"); do
-  replay tree "$r"
-  replay ds "$r"
+  replay tree "$r" map
+  replay ds "$r" stream
   timed tree-dssync "$DSSYNC" "$U/tree" "$WORK/out" -q
   timed tree-s3cmd s3cmd sync -q "$U/tree/" "$WORK/out/"
   timed shards-dssync "$DSSYNC" "$U/ds" "$WORK/out" -q
