@@ -270,3 +270,16 @@ grep -q "aborted 1 unfinished multipart upload" "$WORK/last.err" || { cat "$WORK
 expect_exit 0 "$DSPACK" verify "$U/big"
 pass "radosgw killed under an upload: no dataset; the next run aborts the orphan and writes it whole"
 
+
+# --- through the delay line (the fixture's s3_delay: a client namespace 2 x 2 ms away), as the
+# S3 benchmark runs a store across a network (tools/peers/s3_vs_peers.sh)
+if [ "$(id -u)" = 0 ] && [ -x "${DELAY_LINE:-}" ]; then
+  s3_delay 2000
+  expect_exit 0 s3_client env AWS_ENDPOINT_URL="$S3_DELAYED_ENDPOINT" "$DSPACK" verify "$U/ds"
+  grep -qF "$N records" "$WORK/last.out" || fail "verify through the delay line did not check $N records"
+  t0=$(date +%s%N)
+  s3_client curl -s -o /dev/null "$S3_DELAYED_ENDPOINT/"
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))  # a connection and a request: two round trips
+  [ "$ms" -ge 8 ] || fail "a request through a 4 ms round trip took $ms ms"
+  pass "through the delay line: verify from a client namespace; a request pays the round trips"
+fi

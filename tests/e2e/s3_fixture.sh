@@ -10,6 +10,11 @@
 #   s3_start_gateway   starts it again and waits until it answers
 #   s3_stop            stops every daemon (also run at exit)
 #   s3cmd, s3_curl     Debian's s3cmd, and curl with SigV4, against the fixture's endpoint
+#   s3_delay US        a delay line of US microseconds each way (tests/e2e/delay_line.c, as the
+#                      NFS fixture's) between this host and a client namespace the fixture makes;
+#                      radosgw is restarted to listen on the line's address too. Sets
+#                      S3_DELAYED_ENDPOINT; s3_client CMD... runs CMD in the client namespace.
+#                      Needs root and DELAY_LINE. (Again: a new delay.)
 # Ports (a block of 50: the OSD binds 8) come from S3_TAG (default: this shell's pid), so that
 # two fixtures do not collide.
 # Where Ceph is missing, s3_start prints "SKIP: why" and exits 77 (ctest: skipped, never passed);
@@ -171,7 +176,63 @@ s3_curl() {
     -H "x-amz-content-sha256: UNSIGNED-PAYLOAD" "$@"
 }
 
+# The delay line's addresses: this host's end and the client namespace's, a /30 of their own.
+S3_DELAYED_ADDR=
+S3_DELAY_PID=
+S3_HOST_NS=ds3h$S3_TAG
+S3_CLIENT_NS=ds3c$S3_TAG
+
+s3_delay() {
+  : "${DELAY_LINE:?set DELAY_LINE to the dspack-delay-line binary}"
+  s3_delay_off
+  local n i hs cs
+  n=$(( S3_TAG % 250 ))
+  hs=dsd3${n}h
+  cs=dsd3${n}c
+  # The host's own namespace gets a name for the line to enter (removing the name later leaves
+  # the namespace alone); the client's is made here.
+  ip netns attach "$S3_HOST_NS" $$ 2>/dev/null || true
+  ip netns add "$S3_CLIENT_NS" 2>/dev/null || true
+  ip -n "$S3_CLIENT_NS" link set lo up
+  "$DELAY_LINE" "$S3_HOST_NS" "$hs" "$S3_CLIENT_NS" "$cs" "$1" >"$S3_DIR/delay.out" 2>&1 &
+  S3_DELAY_PID=$!
+  for i in $(seq 100); do grep -q ready "$S3_DIR/delay.out" && break; sleep 0.02; done
+  grep -q ready "$S3_DIR/delay.out" || { cat "$S3_DIR/delay.out" >&2; return 1; }
+  S3_DELAYED_ADDR=10.213.$n.1
+  ip addr add "$S3_DELAYED_ADDR/30" dev "$hs"
+  ip -n "$S3_CLIENT_NS" addr add "10.213.$n.2/30" dev "$cs"
+  ip link set "$hs" up
+  ip -n "$S3_CLIENT_NS" link set "$cs" up
+  S3_DELAYED_ENDPOINT=http://$S3_DELAYED_ADDR:$S3_RGW_PORT
+  # radosgw binds its endpoints at start: again, with the line's address.
+  sed -i "s|^rgw frontends = .*|rgw frontends = beast endpoint=127.0.0.1:$S3_RGW_PORT endpoint=$S3_DELAYED_ADDR:$S3_RGW_PORT tcp_nodelay=1|" \
+    "$S3_DIR/ceph.conf"
+  s3_stop_gateway
+  s3_start_gateway
+  for i in $(seq 100); do
+    s3_client curl -s -o /dev/null "$S3_DELAYED_ENDPOINT/" && return 0
+    sleep 0.1
+  done
+  echo "FAIL: radosgw did not answer through the delay line at $S3_DELAYED_ENDPOINT" >&2
+  return 1
+}
+
+s3_delay_off() {
+  [ -n "$S3_DELAY_PID" ] || return 0
+  kill "$S3_DELAY_PID" 2>/dev/null || true
+  wait "$S3_DELAY_PID" 2>/dev/null || true
+  S3_DELAY_PID=
+}
+
+s3_client() { ip netns exec "$S3_CLIENT_NS" "$@"; }
+
 s3_stop() {
+  s3_delay_off
+  if [ -n "$S3_DELAYED_ADDR" ]; then
+    ip netns del "$S3_CLIENT_NS" 2>/dev/null || true
+    ip netns del "$S3_HOST_NS" 2>/dev/null || true  # the name only
+    S3_DELAYED_ADDR=
+  fi
   local pid
   for pid in "${S3_PIDS[@]:-}"; do [ -n "$pid" ] && kill "$pid" 2>/dev/null || true; done
   for pid in "${S3_PIDS[@]:-}"; do

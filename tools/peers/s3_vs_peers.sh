@@ -9,6 +9,9 @@
 #       shards.
 #   S1  (single object) dssync of one 256 MiB object against `curl` of it (one GET) and
 #       `s3cmd get`.
+#   S3 at a delay (S3_DELAY_US microseconds each way, default 5000: a 10 ms round trip, as a
+#       store across a network answers; 0 skips it): the same replays from a client namespace
+#       through the delay line (tests/e2e/delay_line.c; needs root).
 # The OSD is memstore: the server's data is in RAM, so every run is "warm" at the server; there
 # is no client page cache on s3://.
 #   tools/peers/s3_vs_peers.sh [SAMPLES=2000] [ROUNDS=3]
@@ -21,6 +24,8 @@ ROUNDS=${2:-3}
 DSPACK=${DSPACK:-$PWD/build/pack/dspack}
 DSSYNC=${DSSYNC:-$PWD/build/sync/dssync}
 DSBENCH=${DSBENCH:-$PWD/build/bench/dsbench}
+DELAY_LINE=${DELAY_LINE:-$PWD/build/tests/dspack-delay-line}
+S3_DELAY_US=${S3_DELAY_US:-5000}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dspack-s3-bench-XXXXXX")
 fail() { echo "FAIL: $*" >&2; exit 1; }
 source tests/e2e/s3_fixture.sh
@@ -49,9 +54,11 @@ timed() {  # timed NAME CMD...: into a fresh $WORK/out
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   printf '%s %d.%03d 0\n' "$name" $((ms / 1000)) $((ms % 1000)) >>"$results"
 }
-replay() {  # replay LAYOUT ROUND MODE: each as its loader reads it (compare's "natural")
-  "$DSBENCH" replay "$U/$1" --epochs 1 --mode "$3" --output-format json \
-    >"$WORK/replay-$1-$2.json" 2>"$WORK/run.err" || [ $? -eq 1 ] || { cat "$WORK/run.err"; fail "replay $1"; }
+replay() {  # replay LAYOUT ROUND MODE [PREFIX...]: each as its loader reads it (compare's "natural")
+  local layout=$1 round=$2 mode=$3
+  shift 3
+  "$@" "$DSBENCH" replay "$U/$layout" --epochs 1 --mode "$mode" --output-format json \
+    >"$WORK/replay-$layout-$round.json" 2>"$WORK/run.err" || [ $? -eq 1 ] || { cat "$WORK/run.err"; fail "replay $layout"; }
 }
 for r in $(seq 1 "$ROUNDS"); do
   replay tree "$r" map
@@ -66,14 +73,22 @@ for r in $(seq 1 "$ROUNDS"); do
   rm -f "$WORK/out.bin"
 done
 
-PYTHONPATH=tools/peers /usr/bin/python3 - "$WORK" "$results" "$N" "$BYTES" "$SBYTES" "$ROUNDS" <<'PY'
+if [ "$S3_DELAY_US" -gt 0 ]; then
+  s3_delay "$S3_DELAY_US"
+  for r in $(seq 1 "$ROUNDS"); do
+    replay tree "d$r" map s3_client env AWS_ENDPOINT_URL="$S3_DELAYED_ENDPOINT"
+    replay ds "d$r" stream s3_client env AWS_ENDPOINT_URL="$S3_DELAYED_ENDPOINT"
+  done
+fi
+
+PYTHONPATH=tools/peers /usr/bin/python3 - "$WORK" "$results" "$N" "$BYTES" "$SBYTES" "$ROUNDS" "$S3_DELAY_US" <<'PY'
 import json, statistics, sys
 from runs import load
-work, path, n, b, sb, rounds = sys.argv[1:7]
-n, b, sb, rounds = int(n), int(b), int(sb), int(rounds)
+work, path, n, b, sb, rounds, delay = sys.argv[1:8]
+n, b, sb, rounds, delay = int(n), int(b), int(sb), int(rounds), int(delay)
 med, _ = load(path)
-def rep(layout):
-    runs = [json.load(open(f"{work}/replay-{layout}-{r}.json"))["replay"] for r in range(1, rounds + 1)]
+def rep(layout, tag=""):
+    runs = [json.load(open(f"{work}/replay-{layout}-{tag}{r}.json"))["replay"] for r in range(1, rounds + 1)]
     sps = statistics.median(run["epochs"][0]["samples_per_sec"] for run in runs)
     return sps, runs[-1]
 print("Ceph 16 radosgw (beast, one memstore OSD) on 127.0.0.1, libcurl SigV4;")
@@ -89,6 +104,11 @@ for name, run in (("tree", tree_run), ("native", nat_run)):
           + ", ".join(f"{k} {v:.3f}" for k, v in per.items())
           + f"), {ops['read_bytes'] / e['samples'] / 1e3:.0f} KB read per sample;"
           + " an open is a HEAD, a stat a HEAD (+ a LIST for a prefix), a list a LIST page, a read a GET")
+if delay > 0:
+    dt, _ = rep("tree", "d")
+    dn, _ = rep("ds", "d")
+    print(f"S3 through a {2 * delay / 1000:g} ms round trip: tree {dt:.0f} samples/s, native {dn:.0f} samples/s: "
+          f"native/tree {dn/dt:.1f}x")
 print(f"S4 dssync tree {med['tree-dssync']:.2f} s, s3cmd sync {med['tree-s3cmd']:.2f} s: "
       f"dssync {med['tree-s3cmd']/med['tree-dssync']:.1f}x")
 print(f"   shards: dssync {med['shards-dssync']:.2f} s ({sb/med['shards-dssync']/1e6:.0f} MB/s), "
