@@ -7,7 +7,8 @@
 # the Python package and a DataLoader; and the bad inputs: wrong keys, a missing bucket, a wrong
 # endpoint, no credentials (each one line, exit 2, the secret never echoed), no metadata object
 # (no dataset), the gateway killed under a reader (retries, then one line naming the object and
-# the range), an object replaced under a reader (named). docs/s3.md.
+# the range), an object replaced under a reader (named), an answer cut mid-body (retried).
+# docs/s3.md.
 source "$(dirname "$0")/lib.sh"
 : "${DSSYNC:?set DSSYNC}" "${DSBENCH:?set DSBENCH}"
 source "$SRC_DIR/tests/e2e/s3_fixture.sh"
@@ -282,4 +283,24 @@ if [ "$(id -u)" = 0 ] && [ -x "${DELAY_LINE:-}" ]; then
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))  # a connection and a request: two round trips
   [ "$ms" -ge 8 ] || fail "a request through a 4 ms round trip took $ms ms"
   pass "through the delay line: verify from a client namespace; a request pays the round trips"
+
+  # The answer cut mid-body: the line paused for 2.5 s under dssync's GETs of a 24 MiB object
+  # (held to 12 MB/s, so the pause lands mid-transfer); each stalled transfer is cut after a
+  # second without bytes (?timeout=1) and sent again, never taken for a short object.
+  mkdir -p cutsrc
+  head -c $((24 << 20)) /dev/urandom >cutsrc/big.bin
+  s3cmd put -q cutsrc/big.bin "$U/cut/big.bin"
+  t0=$(date +%s%N)
+  s3_client env AWS_ENDPOINT_URL="$S3_DELAYED_ENDPOINT" "$DSSYNC" "$U/cut?timeout=1&retries=8" \
+    staged-cut -q --bwlimit 12MB/s >cut.out 2>&1 &
+  pid=$!
+  sleep 0.6
+  kill -STOP "$S3_DELAY_PID"
+  sleep 2.5
+  kill -CONT "$S3_DELAY_PID"
+  wait $pid || { cat cut.out; fail "dssync under a cut transfer"; }
+  ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+  [ "$ms" -ge 2500 ] || fail "dssync ended in $ms ms: the pause did not land under it"
+  cmp cutsrc/big.bin staged-cut/big.bin || fail "a transfer cut mid-body gave other bytes"
+  pass "an answer cut mid-body (the line paused 2.5 s): retried after the stall timeout; the copy is whole"
 fi
