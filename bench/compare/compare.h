@@ -151,6 +151,8 @@ ReplayMode CompareMode(std::optional<ReplayMode> mode, const std::string& layout
 const char* CompareModeName(std::optional<ReplayMode> mode);
 // "local", "slowfs" and/or "nfs", in that order, as the options ask.
 std::vector<std::string> CompareStorages(const CompareOptions& options);
+// The median of v (the mean of the middle two for an even count); 0 when empty.
+double Median(std::vector<double> v);
 // Fills run's summary (medians over the measured epochs; a warm run's first epoch primes the
 // cache and is not counted when there are others) from run->result.
 void SummarizeRun(CompareRun* run);

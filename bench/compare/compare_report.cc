@@ -15,14 +15,14 @@ namespace ds::bench {
 
 using nlohmann::json;
 
-namespace {
-
 double Median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::sort(v.begin(), v.end());
   size_t m = v.size() / 2;
   return v.size() % 2 ? v[m] : (v[m - 1] + v[m]) / 2;
 }
+
+namespace {
 
 // What ranks a run: with a simulated accelerator the delivered rate is capped by compute, so the
 // loader's capacity (what its workers could deliver, never idle) ranks; else the delivered rate.

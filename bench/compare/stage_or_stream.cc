@@ -7,6 +7,7 @@
 #include <chrono>
 #include <vector>
 
+#include "bench/compare/compare.h"
 #include "src/human.h"
 #include "src/stop.h"
 
@@ -20,13 +21,8 @@ void Medians(const ReplayResult& r, double* epoch_seconds, double* samples_per_s
     sec.push_back(e.seconds);
     sps.push_back(e.seconds > 0 ? e.samples / e.seconds : 0);
   }
-  auto median = [](std::vector<double> v) {
-    if (v.empty()) return 0.0;
-    std::sort(v.begin(), v.end());
-    return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
-  };
-  *epoch_seconds = median(sec);
-  *samples_per_sec = median(sps);
+  *epoch_seconds = Median(std::move(sec));
+  *samples_per_sec = Median(std::move(sps));
 }
 
 std::string Epochs(double e) { return fmt::format("{:.1f} epoch{}", e, e == 1 ? "" : "s"); }
