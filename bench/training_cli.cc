@@ -68,6 +68,11 @@ void AddJobFlags(CLI::App* c, JobFlags* f, bool compare) {
       ->capture_default_str();
   c->add_option("--batch", j.batch, "Samples per batch")->capture_default_str();
   c->add_option("--prefetch", j.prefetch, "Batches in flight per worker")->capture_default_str();
+  c->add_option("--batch-reads", j.batch_reads,
+                "Read each batch at once with N reads in flight per worker, as "
+                "dspack.torch.MapDataset(batch_reads=True, inflight=N) does (0: a sample at a "
+                "time, as __getitem__)")
+      ->capture_default_str();
   c->add_option("--seed", j.seed, "Shuffle seed")->capture_default_str();
   c->add_option("--epochs", j.epochs,
                 compare ? "Measured epochs per run (warm runs add one priming epoch)" : "Epochs")

@@ -211,7 +211,10 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, const FileHandle& handle,
         free_slots.push_back(s);
         continue;
       }
-      if (r > 0) s->done += static_cast<uint64_t>(r);
+      if (r > 0) {
+        s->done += static_cast<uint64_t>(r);
+        st->bytes += static_cast<uint64_t>(r);
+      }
       if (first.ok() && s->done < e.length && (r > 0 || retry)) {
         Status q = queue(s);  // a short read: the rest of the extent
         if (q.ok()) continue;

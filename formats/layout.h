@@ -219,8 +219,11 @@ struct BatchReadOptions {
   std::atomic<uint64_t>* landed = nullptr;
 };
 struct BatchReadStats {
-  std::string engine;          // "io_uring", "nfs" (a backend's engine), or "threads"
-  uint64_t reads = 0;          // read requests issued (short reads requeued count again)
+  std::string engine;  // "io_uring", "nfs" (a backend's engine), or "threads"
+  uint64_t reads = 0;  // read requests issued (short reads requeued count again)
+  // The bytes those requests returned, on an engine's path (io_uring, a backend's engine); 0 for
+  // "threads", whose reads go through the storage's files (a CountingStorage counts them there).
+  uint64_t bytes = 0;
   unsigned peak_inflight = 0;  // the most reads outstanding at once
 };
 

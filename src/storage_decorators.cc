@@ -9,6 +9,8 @@
 #include <mutex>
 #include <vector>
 
+#include "src/io_engine.h"
+
 namespace ds {
 
 std::string_view StorageOpName(StorageOp op) {
@@ -125,6 +127,10 @@ Result<std::unique_ptr<StorageLock>> StorageDecorator::LockWriter(const std::str
 
 // ---- CountingStorage ----
 
+Result<std::unique_ptr<IoEngine>> CountingStorage::NewEngine(const EngineOptions& options) {
+  return base().NewEngine(options);
+}
+
 namespace {
 
 class CountingFile final : public RandomAccessFile {
@@ -224,8 +230,8 @@ class CountingRandomWrite final : public RandomWriteFile {
 
 }  // namespace
 
-void CountingStorage::Count(StorageOp op, uint64_t bytes) {
-  count_[static_cast<size_t>(op)].fetch_add(1, std::memory_order_relaxed);
+void CountingStorage::Count(StorageOp op, uint64_t bytes, uint64_t n) {
+  count_[static_cast<size_t>(op)].fetch_add(n, std::memory_order_relaxed);
   if (op == StorageOp::kRead) read_bytes_.fetch_add(bytes, std::memory_order_relaxed);
   if (op == StorageOp::kWrite) write_bytes_.fetch_add(bytes, std::memory_order_relaxed);
 }

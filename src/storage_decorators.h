@@ -100,6 +100,7 @@ class StorageDecorator : public Storage {
   }
 
  protected:
+  Storage& base() const { return *base_; }
   // `what` names the operand as an error message would start ("PATH: stat").
   virtual Status Before(StorageOp op, const std::string& what) = 0;
   virtual std::unique_ptr<RandomAccessFile> WrapRead(std::unique_ptr<RandomAccessFile> f) = 0;
@@ -119,7 +120,12 @@ class CountingStorage final : public StorageDecorator {
 
   StorageOps ops() const;
   void Reset();
-  void Count(StorageOp op, uint64_t bytes = 0);
+  // n operations of kind op that moved `bytes` in all.
+  void Count(StorageOp op, uint64_t bytes = 0, uint64_t n = 1);
+  // The backend's own engine (nfs://, s3://), so that a batch read over a counted storage keeps
+  // its requests in flight as it would without the count. Its reads pass uncounted, as an
+  // engine's reads on a local fd do: the caller counts them (Count), from what the batch reports.
+  Result<std::unique_ptr<IoEngine>> NewEngine(const EngineOptions& options) override;
 
  protected:
   Status Before(StorageOp op, const std::string& what) override;

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <mutex>
+#include <span>
 #include <thread>
 
 #include "bench/common/latency_report.h"
@@ -213,7 +214,23 @@ class Epoch {
     WorkerStats& w = workers_[static_cast<size_t>(id) % workers_.size()];
     BatchOut out;
     auto b0 = Clock::now();
-    for (uint64_t k = b * o_.batch; k < std::min<uint64_t>(n_, (b + 1) * o_.batch); k++) {
+    const uint64_t first = b * o_.batch, end = std::min<uint64_t>(n_, (b + 1) * o_.batch);
+    if (o_.batch_reads > 0) {
+      auto r = src_.ReadBatch(std::span(order_).subspan(first, end - first), o_.batch_reads);
+      if (r.ok()) {
+        uint64_t ns = static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - b0).count());
+        for (uint64_t k = first; k < end; k++) w.lat.Add(ns);  // each arrives with its batch
+        Tally(w, out, *r, end - first);
+        w.busy += Secs(Clock::now() - b0);
+        return out;
+      }
+      if (o_.on_error == OnError::kStop) {
+        out.status = r.status();
+        return out;
+      }
+      // Under skip: the batch again a sample at a time, to tell which ones fail.
+    }
+    for (uint64_t k = first; k < end; k++) {
       auto s0 = Clock::now();
       auto r = src_.Read(order_[k]);
       if (!r.ok() && o_.on_error == OnError::kSkip) {
@@ -228,14 +245,18 @@ class Epoch {
         return out;
       }
       w.lat.Add(static_cast<uint64_t>(std::chrono::nanoseconds(Clock::now() - s0).count()));
-      w.samples++;
-      w.bytes += r->bytes;
-      out.bytes += r->bytes;
-      w.opens += r->opens;
-      out.samples++;
+      Tally(w, out, *r, 1);
     }
     w.busy += Secs(Clock::now() - b0);
     return out;
+  }
+
+  static void Tally(WorkerStats& w, BatchOut& out, const SampleRead& r, uint64_t samples) {
+    w.samples += samples;
+    w.bytes += r.bytes;
+    out.bytes += r.bytes;
+    w.opens += r.opens;
+    out.samples += samples;
   }
 
   // The accelerator takes batch b: its data wait is measured, then it computes. False stops.
@@ -344,7 +365,20 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
     res->notes.push_back(fmt::format(
         "read by a real torch DataLoader ({} worker processes, {}), in a Python subprocess",
         o.workers,
-        res->kind == "tree" ? "torchvision ImageFolder, raw bytes" : "dspack.torch.MapDataset"));
+        res->kind == "tree" ? "torchvision ImageFolder, raw bytes"
+        : o.batch_reads
+            ? fmt::format("dspack.torch.MapDataset(batch_reads=True, inflight={})", o.batch_reads)
+            : std::string("dspack.torch.MapDataset")));
+    if (res->kind == "tree" && o.batch_reads) {
+      res->notes.push_back(
+          "`batch_reads` not applied: ImageFolder reads a sample at a time (it has no "
+          "__getitems__)");
+    }
+  } else if (o.batch_reads && res->kind == "tree") {
+    res->notes.push_back(
+        fmt::format("a tree's batch is read by {} threads per worker (a __getitems__ of your own; "
+                    "ImageFolder reads a sample at a time)",
+                    o.batch_reads));
   }
   RpcBillProbe rpc = src->RpcProbe();
   for (int e = 1; e <= o.epochs && (o.before_epoch || !StopRequested()); e++) {
@@ -433,6 +467,7 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
           {"workers", r.workers ? r.workers : o.workers},
           {"batch", o.batch},
           {"prefetch", o.prefetch},
+          {"batch_reads", o.batch_reads},
           {"compute_time", r.compute_time},
           {"required_samples_per_sec", r.required_samples_per_sec},
           {"interrupted", r.interrupted},
@@ -448,9 +483,10 @@ json ReplayJson(const ReplayOptions& o, const ReplayResult& r) {
 
 std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
   std::string t = fmt::format(
-      "replay {} ({}: {} samples, {}), loader={}, mode={}, workers={}, batch={}\n", o.dataset,
+      "replay {} ({}: {} samples, {}), loader={}, mode={}, workers={}, batch={}{}\n", o.dataset,
       r.kind, r.dataset_samples, FormatBytes(r.dataset_bytes), Name(r.loader.value_or(o.loader)),
-      Name(o.mode), r.workers ? r.workers : o.workers, o.batch);
+      Name(o.mode), r.workers ? r.workers : o.workers, o.batch,
+      o.batch_reads ? fmt::format(", batch reads {} in flight", o.batch_reads) : "");
   for (const auto& note : r.notes) t += "note: " + note + "\n";
   unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   for (const auto& e : r.epochs) {
@@ -469,9 +505,10 @@ std::string ReplayText(const ReplayOptions& o, const ReplayResult& r) {
           e.samples ? e.cpu_seconds / e.samples * 1e6 : 0.0);
     } else {
       t += fmt::format(
-          "  first batch {}; sample read p50 {} p99 {}; workers {}..{} samples; dsbench CPU "
+          "  first batch {}; {} read p50 {} p99 {}; workers {}..{} samples; dsbench CPU "
           "{:.0f}% of {} cores\n",
-          FormatDuration(e.first_batch_seconds), FormatDuration(e.sample_lat.Percentile(50) / 1e9),
+          FormatDuration(e.first_batch_seconds), o.batch_reads ? "batch" : "sample",
+          FormatDuration(e.sample_lat.Percentile(50) / 1e9),
           FormatDuration(e.sample_lat.Percentile(99) / 1e9), mn, mx,
           e.cpu_seconds / s * 100 / cores, cores);
     }

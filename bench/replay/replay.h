@@ -59,6 +59,13 @@ struct ReplayOptions {
   int workers = 4;
   int batch = 32;
   int prefetch = 2;  // batches per worker in flight
+  // 0: a worker reads its batch a sample at a time (a Dataset's __getitem__, as torch's default
+  // fetcher calls it). N: it reads the batch at once with N reads in flight
+  // (LayoutReader::ReadBatch, as dspack.torch.MapDataset(batch_reads=True, inflight=N) does
+  // through __getitems__): io_uring locally, the backend's engine on nfs:// and s3://, N threads
+  // where a layout has no sample extents (a tree, LMDB). A sample's read time is then its
+  // batch's: it reaches the loader with the batch.
+  unsigned batch_reads = 0;
   uint64_t seed = 0;
   int epochs = 2;
   CacheState cache = CacheState::kCold;

@@ -43,6 +43,23 @@ Result<SampleRead> ReplaySource::Read(uint64_t i) const {
   return SampleRead{s.payload_bytes(), kind_ == "tree" ? s.fields.size() : 0};
 }
 
+Result<SampleRead> ReplaySource::ReadBatch(std::span<const uint64_t> indices,
+                                           unsigned inflight) const {
+  BatchReadOptions o;
+  o.inflight = inflight;
+  std::vector<Sample> samples;
+  BatchReadStats st;
+  Status s = reader_->ReadBatch(indices, o, &samples, &st);
+  if (st.engine != "threads") counting_->Count(StorageOp::kRead, st.bytes, st.reads);
+  DS_RETURN_IF_ERROR(s);
+  SampleRead out;
+  for (const auto& x : samples) {
+    out.bytes += x.payload_bytes();
+    if (kind_ == "tree") out.opens += x.fields.size();
+  }
+  return out;
+}
+
 namespace {
 
 // Runs fn on every file from kFileThreads threads: through a slow file system each open is a

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,10 @@ class ReplaySource {
   uint64_t size() const { return samples_; }
   // Reads sample i whole (bytes are discarded: a loader would decode them).
   Result<SampleRead> Read(uint64_t i) const;
+  // Reads samples `indices` at once, `inflight` reads outstanding (LayoutReader::ReadBatch): the
+  // samples' bytes and opens summed. An engine's reads are counted into ops() here (they do not
+  // pass through the storage's files). The first error ends the batch.
+  Result<SampleRead> ReadBatch(std::span<const uint64_t> indices, unsigned inflight) const;
   // The files holding the dataset (tree files, the zip, or shards / data.mdb), absolute or
   // relative to the dataset path, with their total size.
   const std::vector<std::string>& files() const { return files_; }

@@ -77,9 +77,16 @@ std::string Fix() {
 Result<std::unique_ptr<TorchLoader>> TorchLoader::Start(const ReplayOptions& o,
                                                         const std::string& path,
                                                         const std::string& kind, uint64_t samples) {
-  json job = {{"path", path},         {"kind", kind},       {"mode", Name(o.mode)},
-              {"workers", o.workers}, {"batch", o.batch},   {"prefetch", o.prefetch},
-              {"seed", o.seed},       {"samples", samples}, {"compute_time", o.compute_time}};
+  json job = {{"path", path},
+              {"kind", kind},
+              {"mode", Name(o.mode)},
+              {"workers", o.workers},
+              {"batch", o.batch},
+              {"prefetch", o.prefetch},
+              {"seed", o.seed},
+              {"samples", samples},
+              {"compute_time", o.compute_time},
+              {"batch_reads", o.batch_reads}};
   // A child that died must be an error on write (EPIPE), not SIGPIPE ending dsbench.
   ::signal(SIGPIPE, SIG_IGN);
   int in[2], out[2];

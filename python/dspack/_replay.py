@@ -4,7 +4,8 @@ torch.utils.data.DataLoader (bench/replay/torch_loader.h starts it; docs/dsbench
     /usr/bin/python3 -m dspack._replay JOB_JSON
 
 JOB_JSON: {"path", "kind" ("tree" or a layout), "mode" ("map" or "stream"), "workers", "batch",
-"prefetch", "seed", "samples" (per epoch), "compute_time" (seconds per batch)}.
+"prefetch", "seed", "samples" (per epoch), "compute_time" (seconds per batch), "batch_reads"
+(0, or N: MapDataset(batch_reads=True, inflight=N))}.
 
 Protocol, one line each way per epoch, so that dsbench can evict the page cache and measure
 residency between epochs: dsbench writes "epoch E"; this process runs the epoch and answers one
@@ -55,6 +56,9 @@ def make_dataset(job):
                                                 is_valid_file=lambda p: True)
     import dspack.torch
 
+    n = job.get("batch_reads", 0)
+    if n:  # a batch is one read_batch in the worker (__getitems__), n reads in flight
+        return dspack.torch.MapDataset(job["path"], batch_reads=True, inflight=n)
     return dspack.torch.MapDataset(job["path"])
 
 

@@ -1,6 +1,6 @@
-// bench/replay/replay.h on tiny real datasets: a synthetic tree (datasets/synth.h) and a native dataset
-// whose sample sizes are powers of 7, so that an epoch's byte count says how often each sample
-// was read (its base-7 digits). Also the verdict (Feeds), the requirement, and the errors.
+// bench/replay/replay.h on tiny real datasets: a synthetic tree (datasets/synth.h) and a native
+// dataset whose sample sizes are powers of 7, so that an epoch's byte count says how often each
+// sample was read (its base-7 digits). Also the verdict (Feeds), the requirement, and the errors.
 #include "bench/replay/replay.h"
 
 #include <algorithm>
@@ -118,6 +118,10 @@ TEST_CASE("RunReplay over a native dataset: map reads each sample once per epoch
   ReplayOptions o = Options(native);
   o.cache = ds::bench::CacheState::kCold;  // evicted and reopened every epoch
   o.epochs = 3;
+  // A sample at a time, or each batch at once (ReadBatch through io_uring: one read a sample,
+  // counted in the bill although it does not pass through the storage's files).
+  o.batch_reads = GENERATE(0u, 3u);
+  INFO("batch_reads " << o.batch_reads);
   ReplayResult r;
   REQUIRE(RunReplay(o, &r).ok());
   CHECK(r.kind != "tree");
@@ -130,7 +134,16 @@ TEST_CASE("RunReplay over a native dataset: map reads each sample once per epoch
     CHECK(e.bytes == all);
     CHECK(ReadsPerSample(e.bytes) == std::vector<uint64_t>(kSamples, 1));
     CHECK(e.opens == 0);  // the shards stay open
+    CHECK(e.sample_lat.count() == kSamples);
+    REQUIRE(e.ops);
+    if (o.batch_reads > 0) {
+      // One a sample, and the index the cold epoch's reopen reads.
+      CHECK((*e.ops)[StorageOp::kRead] >= kSamples);
+      CHECK((*e.ops)[StorageOp::kRead] <= kSamples + 1);
+      CHECK(e.ops->read_bytes > all);  // each record's framing too
+    }
   }
+  CHECK(ReplayJson(o, r)["batch_reads"] == o.batch_reads);
 
   SECTION("max_samples in map mode: that many distinct samples") {
     o.max_samples = 3;
@@ -248,6 +261,8 @@ TEST_CASE("RunReplay: bad options, idle workers trimmed, a corrupt sample stops 
   bytes[bytes.size() / 2] ^= 0x01;
   test::WriteFile(shard, bytes);
   o = Options(native);
+  o.batch_reads = GENERATE(0u, 2u);  // a batch read stops, or is read again a sample at a time
+  INFO("batch_reads " << o.batch_reads);
   ReplayResult stopped;
   Status s = RunReplay(o, &stopped);
   CHECK(s.code() == Code::kCorruption);

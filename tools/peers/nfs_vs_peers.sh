@@ -3,12 +3,16 @@
 # (tests/e2e/nfs_fixture.sh), reached through a delay line of DELAY_US each way (default 500 us:
 # 1 ms round trip). Medians of ROUNDS, the runs interleaved, in one invocation:
 #   N3  dsbench replay --cache cold of the native dataset against the tree it was packed from:
-#       samples/s, and the RPC bill of each (RPCs per sample, per NFS procedure).
+#       samples/s, and the RPC bill of each (RPCs per sample, per NFS procedure). Map mode; each
+#       layout read a sample at a time per worker (ImageFolder, MapDataset) and a batch at once
+#       (--batch-reads 16: the tree by 16 threads per worker, the native dataset with 16 READs
+#       in flight per worker through libnfs's async engine, as MapDataset(batch_reads=True)).
 #   N4  dssync of the tree from nfs:// against nfs-cp of each file in a shell loop (what a node
 #       without a mount has: one client process per file); dssync of the native shards against
 #       the link's rate (nfs-cp of one 512 MiB file).
 # The server's page cache is dropped before each run (the server is on this machine).
 #   tools/peers/nfs_vs_peers.sh [SAMPLES=2000] [ROUNDS=3] [DELAY_US=500]
+# REPLAY_ONLY=1 skips N4 (the dssync and nfs-cp runs).
 # Needs root (namespaces, drop_caches), nfs-ganesha, libnfs-utils, and the built tools
 # (override with DSPACK, DSSYNC, DSBENCH, DELAY_LINE).
 set -euo pipefail
@@ -16,6 +20,7 @@ cd "$(dirname "$0")/../.."
 N=${1:-2000}
 ROUNDS=${2:-3}
 DELAY=${3:-500}
+REPLAY_ONLY=${REPLAY_ONLY:-0}
 DSPACK=${DSPACK:-$PWD/build/pack/dspack}
 DSSYNC=${DSSYNC:-$PWD/build/sync/dssync}
 DSBENCH=${DSBENCH:-$PWD/build/bench/dsbench}
@@ -53,14 +58,18 @@ nfs_cp_loop() {
   (cd "$WORK/out" && xargs mkdir -p <"$WORK/dirs.txt")
   while read -r f; do nfs-cp "$U/tree/${f#./}" "$WORK/out/${f#./}" >/dev/null; done <"$WORK/files.txt"
 }
-replay() {  # replay LAYOUT ROUND
+replay() {  # replay NAME LAYOUT ROUND BATCH_READS
   drop
-  nfs_client "$DSBENCH" replay "$U/$1" --epochs 1 --cache cold --output-format json \
-    >"$WORK/replay-$1-$2.json" 2>"$WORK/run.err" || [ $? -eq 1 ] || { cat "$WORK/run.err"; fail "replay $1"; }
+  nfs_client "$DSBENCH" replay "$U/$2" --epochs 1 --cache cold --batch-reads "$4" \
+    --output-format json >"$WORK/replay-$1-$3.json" 2>"$WORK/run.err" ||
+    [ $? -eq 1 ] || { cat "$WORK/run.err"; fail "replay $1"; }
 }
 for r in $(seq 1 "$ROUNDS"); do
-  replay tree "$r"
-  replay ds "$r"
+  replay tree tree "$r" 0
+  replay tree-batch tree "$r" 16
+  replay ds ds "$r" 0
+  replay ds-batch ds "$r" 16
+  [ "$REPLAY_ONLY" = 1 ] && continue
   timed tree-dssync nfs_client "$DSSYNC" "$U/tree" "$WORK/out" -q
   timed tree-nfs-cp nfs_client bash -c "$(declare -f nfs_cp_loop); U='$U' WORK='$WORK' nfs_cp_loop"
   timed shards-dssync nfs_client "$DSSYNC" "$U/ds" "$WORK/out" -q
@@ -68,30 +77,31 @@ for r in $(seq 1 "$ROUNDS"); do
   rm -f "$WORK/out.big"
 done
 # The copies are checked once: dssync's staged tree equals the source.
-rm -rf "$WORK/out"; nfs_client "$DSSYNC" "$U/tree" "$WORK/out" -q
-diff -r -x '.dssync-*' "$E/tree" "$WORK/out" >/dev/null || fail "dssync's copy of the tree differs"
+[ "$REPLAY_ONLY" = 1 ] || rm -rf "$WORK/out"; nfs_client "$DSSYNC" "$U/tree" "$WORK/out" -q
+[ "$REPLAY_ONLY" = 1 ] || diff -r -x '.dssync-*' "$E/tree" "$WORK/out" >/dev/null || fail "dssync's copy of the tree differs"
 
-PYTHONPATH=tools/peers /usr/bin/python3 - "$WORK" "$results" "$N" "$BYTES" "$SBYTES" "$ROUNDS" "$DELAY" <<'PY'
-import json, statistics, sys
-from runs import load
-work, path, n, b, sb, rounds, delay = sys.argv[1:8]
+PYTHONPATH=tools/peers /usr/bin/python3 - "$WORK" "$results" "$N" "$BYTES" "$SBYTES" "$ROUNDS" "$DELAY" "$REPLAY_ONLY" <<'PY'
+import sys
+from runs import load, replay_table
+work, path, n, b, sb, rounds, delay, replay_only = sys.argv[1:9]
 n, b, sb, rounds = int(n), int(b), int(sb), int(rounds)
-med, _ = load(path)
-def rep(layout):
-    runs = [json.load(open(f"{work}/replay-{layout}-{r}.json"))["replay"] for r in range(1, rounds + 1)]
-    sps = statistics.median(run["epochs"][0]["samples_per_sec"] for run in runs)
-    return sps, runs[-1]
 print(f"nfs-ganesha 4.3 (VFS) in a network namespace, libnfs NFSv3, a delay line of {delay} us each way;")
 print(f"{n} ImageNet-like files ({b/1e6:.0f} MB); native dataset {sb/1e6:.0f} MB; medians of {rounds}, interleaved")
-tree, tree_run = rep("tree")
-nat, nat_run = rep("ds")
-print(f"N3 replay --cache cold: tree {tree:.0f} samples/s, native {nat:.0f} samples/s: native/tree {nat/tree:.1f}x")
-for name, run in (("tree", tree_run), ("native", nat_run)):
+def rpcs(run):
     bill = run["epochs"][0].get("rpc_bill")
-    if bill:
-        ops = sorted(bill["ops"].items(), key=lambda kv: -kv[1]["count"])
-        print(f"   {name} RPC bill per sample: " + " + ".join(f"{o['per_sample']:.3f} {k}" for k, o in ops)
-              + f" ({bill['per_sample']:.3f} RPCs; READ p50 {bill['ops'].get('READ', {}).get('lat_ns', {}).get('p50', 0)/1e3:.0f} us)")
+    if not bill:
+        return ""
+    ops = sorted(bill["ops"].items(), key=lambda kv: -kv[1]["count"])
+    return ("RPCs/sample " + " + ".join(f"{o['per_sample']:.3f} {k}" for k, o in ops)
+            + f" (READ p50 {bill['ops'].get('READ', {}).get('lat_ns', {}).get('p50', 0)/1e3:.0f} us)")
+replay_table(work, rounds, (("tree", "tree, a file at a time (ImageFolder)"),
+                            ("tree-batch", "tree, a batch by 16 threads per worker"),
+                            ("ds", "native, a sample at a time (MapDataset)"),
+                            ("ds-batch", "native, a batch at once (16 READs in flight)")),
+             "", "N3 replay --cache cold, map, samples/s (ratio to the tree a file at a time):", rpcs)
+if replay_only == "1":
+    sys.exit(0)
+med, _ = load(path)
 link = 512 * 2**20 / med["link-nfs-cp"]
 print(f"N4 dssync tree {med['tree-dssync']:.2f} s ({n/med['tree-dssync']:.0f} files/s), nfs-cp loop {med['tree-nfs-cp']:.2f} s: "
       f"dssync {med['tree-nfs-cp']/med['tree-dssync']:.1f}x")

@@ -2,9 +2,12 @@
 # dspack against a real S3 server (docs/s3.md): Ceph's RADOS Gateway on a one-OSD memstore
 # cluster on 127.0.0.1 (tests/e2e/s3_fixture.sh). Medians of ROUNDS, the runs interleaved, in one
 # invocation:
-#   S3  dsbench replay of the native dataset (streamed, as its loader reads it) against the tree it
-#       was packed from (map: random files), both from the bucket: samples/s, and the request
-#       bill (storage operations per sample) of each.
+#   S3  dsbench replay of the native dataset against the tree it was packed from, both from the
+#       bucket: samples/s, and the request bill (storage operations per sample) of each. The tree
+#       as ImageFolder reads it (map: a file at a time per worker) and with a batch read by 16
+#       threads per worker (--batch-reads 16: a __getitems__ of the user's own); the native
+#       dataset streamed (its loader, shard order, read ahead) and in map mode read a batch at a
+#       time (MapDataset(batch_reads=True, inflight=16): 16 ranged GETs in flight per worker).
 #   S4  dssync s3://… → local against `s3cmd sync` of the same prefix: the tree and the native
 #       shards.
 #   S1  (single object) dssync of one 256 MiB object against `curl` of it (one GET) and
@@ -15,6 +18,7 @@
 # The OSD is memstore: the server's data is in RAM, so every run is "warm" at the server; there
 # is no client page cache on s3://.
 #   tools/peers/s3_vs_peers.sh [SAMPLES=2000] [ROUNDS=3]
+# REPLAY_ONLY=1 skips S4 and S1 (the dssync, s3cmd and curl runs).
 # Needs Ceph (ceph-mon, ceph-osd, radosgw), s3cmd, curl and the built tools (override with
 # DSPACK, DSSYNC, DSBENCH).
 set -euo pipefail
@@ -26,6 +30,7 @@ DSSYNC=${DSSYNC:-$PWD/build/sync/dssync}
 DSBENCH=${DSBENCH:-$PWD/build/bench/dsbench}
 DELAY_LINE=${DELAY_LINE:-$PWD/build/tests/dspack-delay-line}
 S3_DELAY_US=${S3_DELAY_US:-5000}
+REPLAY_ONLY=${REPLAY_ONLY:-0}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dspack-s3-bench-XXXXXX")
 fail() { echo "FAIL: $*" >&2; exit 1; }
 source tests/e2e/s3_fixture.sh
@@ -54,15 +59,24 @@ timed() {  # timed NAME CMD...: into a fresh $WORK/out
   ms=$(( ($(date +%s%N) - t0) / 1000000 ))
   printf '%s %d.%03d 0\n' "$name" $((ms / 1000)) $((ms % 1000)) >>"$results"
 }
-replay() {  # replay LAYOUT ROUND MODE [PREFIX...]: each as its loader reads it (compare's "natural")
-  local layout=$1 round=$2 mode=$3
-  shift 3
-  "$@" "$DSBENCH" replay "$U/$layout" --epochs 1 --mode "$mode" --output-format json \
-    >"$WORK/replay-$layout-$round.json" 2>"$WORK/run.err" || [ $? -eq 1 ] || { cat "$WORK/run.err"; fail "replay $layout"; }
+replay() {  # replay NAME LAYOUT ROUND MODE BATCH_READS [PREFIX...]
+  local name=$1 layout=$2 round=$3 mode=$4 br=$5
+  shift 5
+  "$@" "$DSBENCH" replay "$U/$layout" --epochs 1 --mode "$mode" --batch-reads "$br" \
+    --output-format json >"$WORK/replay-$name-$round.json" 2>"$WORK/run.err" ||
+    [ $? -eq 1 ] || { cat "$WORK/run.err"; fail "replay $name"; }
+}
+replays() {  # replays ROUND [PREFIX...]: the four loaders, interleaved
+  local round=$1
+  shift
+  replay tree tree "$round" map 0 "$@"
+  replay tree-batch tree "$round" map 16 "$@"
+  replay ds ds "$round" stream 0 "$@"
+  replay ds-batch ds "$round" map 16 "$@"
 }
 for r in $(seq 1 "$ROUNDS"); do
-  replay tree "$r" map
-  replay ds "$r" stream
+  replays "$r"
+  [ "$REPLAY_ONLY" = 1 ] && continue
   timed tree-dssync "$DSSYNC" "$U/tree" "$WORK/out" -q
   timed tree-s3cmd s3cmd sync -q "$U/tree/" "$WORK/out/"
   timed shards-dssync "$DSSYNC" "$U/ds" "$WORK/out" -q
@@ -76,39 +90,35 @@ done
 if [ "$S3_DELAY_US" -gt 0 ]; then
   s3_delay "$S3_DELAY_US"
   for r in $(seq 1 "$ROUNDS"); do
-    replay tree "d$r" map s3_client env AWS_ENDPOINT_URL="$S3_DELAYED_ENDPOINT"
-    replay ds "d$r" stream s3_client env AWS_ENDPOINT_URL="$S3_DELAYED_ENDPOINT"
+    replays "d$r" s3_client env AWS_ENDPOINT_URL="$S3_DELAYED_ENDPOINT"
   done
 fi
 
-PYTHONPATH=tools/peers /usr/bin/python3 - "$WORK" "$results" "$N" "$BYTES" "$SBYTES" "$ROUNDS" "$S3_DELAY_US" <<'PY'
+PYTHONPATH=tools/peers /usr/bin/python3 - "$WORK" "$results" "$N" "$BYTES" "$SBYTES" "$ROUNDS" "$S3_DELAY_US" "$REPLAY_ONLY" <<'PY'
 import json, statistics, sys
-from runs import load
-work, path, n, b, sb, rounds, delay = sys.argv[1:8]
+from runs import load, replay_table
+work, path, n, b, sb, rounds, delay, replay_only = sys.argv[1:9]
 n, b, sb, rounds, delay = int(n), int(b), int(sb), int(rounds), int(delay)
-med, _ = load(path)
-def rep(layout, tag=""):
-    runs = [json.load(open(f"{work}/replay-{layout}-{tag}{r}.json"))["replay"] for r in range(1, rounds + 1)]
-    sps = statistics.median(run["epochs"][0]["samples_per_sec"] for run in runs)
-    return sps, runs[-1]
+med, _ = load(path) if replay_only != "1" else ({}, None)
 print("Ceph 16 radosgw (beast, one memstore OSD) on 127.0.0.1, libcurl SigV4;")
 print(f"{n} ImageNet-like files ({b/1e6:.0f} MB); native dataset {sb/1e6:.0f} MB; medians of {rounds}, interleaved")
-tree, tree_run = rep("tree")
-nat, nat_run = rep("ds")
-print(f"S3 replay: tree {tree:.0f} samples/s, native {nat:.0f} samples/s: native/tree {nat/tree:.1f}x")
-for name, run in (("tree", tree_run), ("native", nat_run)):
+LOADERS = (("tree", "tree, a file at a time (ImageFolder)"),
+           ("tree-batch", "tree, a batch by 16 threads per worker"),
+           ("ds", "native, streamed (shard order, read ahead)"),
+           ("ds-batch", "native, map, a batch at once (16 GETs in flight)"))
+def calls(run):
     e = run["epochs"][0]
     ops = e["storage_ops"]
     per = {k: ops[k] / e["samples"] for k in ("open", "stat", "list", "read") if ops[k]}
-    print(f"   {name} storage calls per sample: {ops['per_sample']:.2f} ("
-          + ", ".join(f"{k} {v:.3f}" for k, v in per.items())
-          + f"), {ops['read_bytes'] / e['samples'] / 1e3:.0f} KB read per sample;"
-          + " an open is a HEAD, a stat a HEAD (+ a LIST for a prefix), a list a LIST page, a read a GET")
+    return f"calls/sample {ops['per_sample']:.2f} (" + ", ".join(f"{k} {v:.3f}" for k, v in per.items()) + ")"
+def table(tag, title):
+    replay_table(work, rounds, LOADERS, tag, title, calls)
+table("", "S3 replay on loopback, samples/s (ratio to the tree read a file at a time):")
+print("   an open is a HEAD, a stat a HEAD (+ a LIST for a prefix), a list a LIST page, a read a GET")
 if delay > 0:
-    dt, _ = rep("tree", "d")
-    dn, _ = rep("ds", "d")
-    print(f"S3 through a {2 * delay / 1000:g} ms round trip: tree {dt:.0f} samples/s, native {dn:.0f} samples/s: "
-          f"native/tree {dn/dt:.1f}x")
+    table("d", f"S3 replay through a {2 * delay / 1000:g} ms round trip:")
+if replay_only == "1":
+    sys.exit(0)
 print(f"S4 dssync tree {med['tree-dssync']:.2f} s, s3cmd sync {med['tree-s3cmd']:.2f} s: "
       f"dssync {med['tree-s3cmd']/med['tree-dssync']:.1f}x")
 print(f"   shards: dssync {med['shards-dssync']:.2f} s ({sb/med['shards-dssync']/1e6:.0f} MB/s), "
