@@ -22,7 +22,7 @@ namespace {
 // One read in flight: the sample's extent and the buffer it lands in.
 struct Slot {
   IoRequest req;
-  size_t j = 0;  // position in the batch
+  size_t j = 0;  // the run it reads
   // Grown, never shrunk, and not zero-filled: every byte DecodeExtent sees was just read.
   std::unique_ptr<char[]> buf;
   uint64_t cap = 0;
@@ -33,6 +33,60 @@ struct Slot {
   }
   uint64_t done = 0;
 };
+
+// Samples that lie next to each other in one file (a stream's batch: consecutive records of a
+// shard) are read as one request, a run: over a network store a request is a round trip (a GET,
+// a READ RPC), and on a local disk a syscall. Samples at most kRunGap bytes apart join a run
+// (the bytes between are read and dropped: cheaper than another request). A run stops growing at
+// the batch's bytes / depth, kept within [kRunMin, kRunMax], so that a large batch still has
+// `depth` requests in flight and a run's buffer stays bounded.
+constexpr uint64_t kRunGap = 4096;
+constexpr uint64_t kRunMin = 1 << 20;
+constexpr uint64_t kRunMax = 8 << 20;
+
+// What a thread keeps of its batch buffers between batches, at most.
+constexpr uint64_t kKeptBufferBytes = 64 << 20;
+
+struct Run {
+  const RandomAccessFile* file = nullptr;
+  uint64_t offset = 0, length = 0;
+  size_t first = 0, count = 0;  // its samples: order[first, first + count)
+};
+
+// The runs that read every extent, in file and offset order; a repeated sample reads once.
+// *order: the batch positions sorted by file and offset, which the runs index.
+template <typename Extent>
+std::vector<Run> PlanRunsOf(const std::vector<Extent>& extents, unsigned depth,
+                            std::vector<size_t>* order) {
+  order->resize(extents.size());
+  uint64_t total = 0;
+  for (size_t j = 0; j < extents.size(); j++) {
+    (*order)[j] = j;
+    total += extents[j].length;
+  }
+  std::sort(order->begin(), order->end(), [&](size_t a, size_t b) {
+    const Extent &x = extents[a], &y = extents[b];
+    return x.file != y.file ? std::less<>()(x.file, y.file) : x.offset < y.offset;
+  });
+  const uint64_t cap = std::clamp<uint64_t>(total / std::max(1u, depth), kRunMin, kRunMax);
+  std::vector<Run> runs;
+  for (size_t m = 0; m < order->size(); m++) {
+    const Extent& e = extents[(*order)[m]];
+    const uint64_t end = e.offset + e.length;
+    if (!runs.empty()) {
+      Run& r = runs.back();
+      const uint64_t r_end = r.offset + r.length;
+      if (r.file == e.file && e.offset <= r_end + kRunGap &&
+          std::max(end, r_end) - r.offset <= std::max(cap, r.length)) {
+        r.length = std::max(end, r_end) - r.offset;
+        r.count++;
+        continue;
+      }
+    }
+    runs.push_back(Run{e.file, e.offset, e.length, m, 1});
+  }
+  return runs;
+}
 
 // One io_uring per thread, kept from batch to batch (and per process: a ring inherited across
 // fork() shares its queues with the parent, so the child makes its own). A ring made per batch
@@ -150,8 +204,28 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, const FileHandle& handle,
                                      std::span<const uint64_t> indices,
                                      std::atomic<uint64_t>* landed, std::vector<Sample>* out,
                                      BatchReadStats* st) const {
-  std::vector<Slot> slots(engine.depth());
-  std::vector<SampleExtent> extents(slots.size());
+  // Where every sample lies, then the runs to read.
+  std::vector<SampleExtent> extents;
+  extents.reserve(indices.size());
+  for (uint64_t i : indices) {
+    DS_ASSIGN_OR_RETURN(SampleExtent e, Extent(i));
+    extents.push_back(e);
+  }
+  std::vector<size_t> order;
+  const std::vector<Run> runs = PlanRunsOf(extents, engine.depth(), &order);
+  // The thread's slots, their buffers kept from batch to batch: a buffer allocated per batch is
+  // memory the kernel faults in again every time (measured: page faults and the copies into
+  // fresh pages were over half of a batch's CPU over s3://). Past kKeptBufferBytes they go.
+  thread_local std::vector<Slot> kept;
+  kept.resize(std::max(kept.size(), std::min<size_t>(engine.depth(), runs.size())));
+  struct Trim {
+    ~Trim() {
+      uint64_t held = 0;
+      for (const Slot& s : kept) held += s.cap;
+      if (held > kKeptBufferBytes) kept.clear();
+    }
+  } trim;
+  std::span<Slot> slots(kept.data(), std::min<size_t>(engine.depth(), runs.size()));
   std::vector<Slot*> free_slots;
   for (auto& s : slots) free_slots.push_back(&s);
   std::vector<IoRequest*> done(slots.size());
@@ -159,13 +233,13 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, const FileHandle& handle,
   size_t next = 0;
 
   auto queue = [&](Slot* s) -> Status {
-    const SampleExtent& e = extents[s - slots.data()];
-    DS_ASSIGN_OR_RETURN(int fd, handle(*e.file));
+    const Run& run = runs[s->j];
+    DS_ASSIGN_OR_RETURN(int fd, handle(*run.file));
     s->req = IoRequest{IoRequest::Op::kRead,
                        fd,
                        s->buf.get() + s->done,
-                       e.length - s->done,
-                       e.offset + s->done,
+                       run.length - s->done,
+                       run.offset + s->done,
                        0,
                        s};
     st->reads++;
@@ -178,20 +252,31 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, const FileHandle& handle,
                                   storage_->Uri(path_ + "/" + loc->file), indices[j], loc->offset)
                     : fmt::format("{}: sample {}", storage_->Uri(path_), indices[j]);
   };
-
-  while (first.ok() || engine.inflight() > 0) {
-    while (first.ok() && next < indices.size() && !free_slots.empty()) {
-      Slot* s = free_slots.back();
-      auto e = Extent(indices[next]);
-      if (!e.ok()) {
-        first = e.status();
+  // Run s->j is in (whole, or up to an EOF inside it): each of its samples decoded from its bytes.
+  auto decode = [&](Slot* s) {
+    const Run& run = runs[s->j];
+    for (size_t m = run.first; m < run.first + run.count && first.ok(); m++) {
+      const size_t j = order[m];
+      const SampleExtent& e = extents[j];
+      const uint64_t at = e.offset - run.offset;
+      const uint64_t have = s->done > at ? std::min(e.length, s->done - at) : 0;
+      auto sample = DecodeExtent(indices[j], e, std::string_view(s->buf.get() + at, have));
+      if (!sample.ok()) {
+        first = sample.status();
         break;
       }
+      (*out)[j] = std::move(*sample);
+      if (landed) landed->fetch_add(1, std::memory_order_relaxed);
+    }
+  };
+
+  while (first.ok() || engine.inflight() > 0) {
+    while (first.ok() && next < runs.size() && !free_slots.empty()) {
+      Slot* s = free_slots.back();
       free_slots.pop_back();
-      extents[s - slots.data()] = *e;
       s->j = next++;
       s->done = 0;
-      s->Reserve(e->length);
+      s->Reserve(runs[s->j].length);
       Status q = queue(s);
       if (!q.ok()) {
         first = q;
@@ -203,11 +288,11 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, const FileHandle& handle,
     DS_ASSIGN_OR_RETURN(size_t n, engine.Reap(1, done));
     for (size_t c = 0; c < n; c++) {
       Slot* s = static_cast<Slot*>(done[c]->user);
-      const SampleExtent& e = extents[s - slots.data()];
+      const Run& run = runs[s->j];
       ssize_t r = s->req.result;
       bool retry = r == -EINTR || r == -EAGAIN;
       if (r < 0 && !retry) {
-        if (first.ok()) first = engine.RequestError(s->req, where(s->j));
+        if (first.ok()) first = engine.RequestError(s->req, where(order[run.first]));
         free_slots.push_back(s);
         continue;
       }
@@ -215,22 +300,16 @@ Status LayoutReader::ReadBatchEngine(IoEngine& engine, const FileHandle& handle,
         s->done += static_cast<uint64_t>(r);
         st->bytes += static_cast<uint64_t>(r);
       }
-      if (first.ok() && s->done < e.length && (r > 0 || retry)) {
-        Status q = queue(s);  // a short read: the rest of the extent
+      if (first.ok() && s->done < run.length && (r > 0 || retry)) {
+        Status q = queue(s);  // a short read: the rest of the run
         if (q.ok()) continue;
         first = q;
       } else if (first.ok()) {  // complete, or EOF inside it (DecodeExtent names the truncation)
-        auto sample = DecodeExtent(indices[s->j], e, std::string_view(s->buf.get(), s->done));
-        if (sample.ok()) {
-          (*out)[s->j] = std::move(*sample);
-          if (landed) landed->fetch_add(1, std::memory_order_relaxed);
-        } else {
-          first = sample.status();
-        }
+        decode(s);
       }
       free_slots.push_back(s);
     }
-    if (first.ok() && next == indices.size() && engine.inflight() == 0) break;
+    if (first.ok() && next == runs.size() && engine.inflight() == 0) break;
   }
   st->peak_inflight = engine.counters().peak_inflight;
   return first;

@@ -279,7 +279,10 @@ class LayoutReader {
   // with sample extents (one contiguous byte range per sample) keeps options.inflight reads
   // outstanding through an io_uring engine (src/io_engine.h) and decodes each as it lands; on a
   // storage without local fds, through the storage's own engine (Storage::NewEngine: nfs://, one
-  // connection per thread, kept with its open files from batch to batch). One without extents
+  // connection per thread, kept with its open files from batch to batch). Samples next to each
+  // other in a file (at most 4 KiB apart) are read as one request of up to max(1 MiB, the
+  // batch's bytes / inflight), at most 8 MiB (formats/batch_read.cc): a stream's batch of
+  // consecutive records is a few large reads, not a request per sample. One without extents
   // (LMDB: a memory map), or where neither engine is there (io_uring refused, a FaultStorage),
   // reads with options.inflight threads. Checksums are checked as by Get; the first error is
   // returned and ends the batch.

@@ -189,7 +189,8 @@ TEST_CASE("ReadBatch: every layout, any order and repeats, the same samples as G
       if (st.engine == "io_uring") {
         CHECK(f != Format::kLmdb);
         CHECK(st.peak_inflight == 8);  // the engine's own count of reads outstanding
-        CHECK(st.reads >= idx.size());
+        // Every sample, most several times, from a few dozen shards: neighbours share a read.
+        CHECK(st.reads < idx.size());
       } else {
         CHECK(st.engine == "threads");
       }
@@ -198,6 +199,45 @@ TEST_CASE("ReadBatch: every layout, any order and repeats, the same samples as G
     CHECK((*r)->ReadBatch({}, {}, &none).ok());
     CHECK(none.empty());
   }
+}
+
+TEST_CASE("ReadBatch: adjacent samples are one read, samples far apart one each", "[formats]") {
+  test::TempDir dir;
+  auto o = MakeWriterOptions(Format::kNative, {}, {});  // one shard
+  REQUIRE(o.ok());
+  auto w = CreateLayoutWriter(dir / "ds", *o);
+  REQUIRE(w.ok());
+  for (int i = 0; i < 64; i++) {  // 8000 bytes each: a skipped sample is a gap over 4 KiB
+    REQUIRE((*w)->Add({"k" + std::to_string(i), {{"bin", std::string(8000, char('a' + i % 26))}}})
+                .ok());
+  }
+  REQUIRE((*w)->Finish(nullptr).ok());
+  auto r = OpenLayout(dir / "ds");
+  REQUIRE(r.ok());
+  auto read = [&](std::vector<uint64_t> idx) {
+    std::vector<Sample> got;
+    BatchReadStats st;
+    REQUIRE((*r)->ReadBatch(idx, {8, true}, &got, &st).ok());
+    for (size_t j = 0; j < idx.size(); j++) {
+      CHECK(got[j].key == "k" + std::to_string(idx[j]));
+      CHECK(got[j].fields.at(0).data == std::string(8000, char('a' + idx[j] % 26)));
+    }
+    return st;
+  };
+  std::vector<uint64_t> all(64), odd, backwards;
+  for (uint64_t i = 0; i < 64; i++) all[i] = i;
+  for (uint64_t i = 1; i < 64; i += 2) odd.push_back(i);
+  backwards.assign(all.rbegin(), all.rend());
+  backwards.push_back(5);  // a repeat
+  BatchReadStats st = read(all);
+  if (st.engine != "io_uring") {  // (unit_io_uring reports the kernel's refusal as a skip)
+    WARN("io_uring refused here: runs not checked (read by " << st.engine << ")");
+    return;
+  }
+  CHECK(st.reads == 1);  // 512 KB, under the 1 MiB a run may grow to
+  CHECK(st.bytes >= 64 * 8000);
+  CHECK(read(backwards).reads == 1);
+  CHECK(read(odd).reads == odd.size());
 }
 
 TEST_CASE("ReadBatch: a flipped byte is a corruption naming the sample; nothing crashes",
