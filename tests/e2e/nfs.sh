@@ -90,6 +90,20 @@ assert native["per_gib"] > 0, native
 EOF
 pass "dsbench replay nfs://…/ds reads every sample; the RPC bill: tree 6 RPCs a sample, native 1"
 
+# --- a batch at a time over NFS: READs in flight on libnfs's engine, neighbouring records joined
+nfs_client "$DSBENCH" replay "$U/ds" --epochs 1 --cache warm --mode stream --batch-reads 8 \
+  --output-format json >replay-batch.json || [ $? -eq 1 ] || fail "replay --batch-reads over NFS failed"
+$PY - replay-batch.json replay.json "$N" <<'EOF'
+import json, sys
+b, one = (json.load(open(p))["replay"] for p in sys.argv[1:3])
+n = int(sys.argv[3])
+eb = b["epochs"][0]
+assert eb["samples"] == n and eb["bytes"] == one["epochs"][0]["bytes"], (eb, one["epochs"][0])
+reads = eb["rpc_bill"]["ops"]["READ"]["per_sample"]
+assert 0 < reads < 0.5, f"{reads} READs a sample: a batch's records were not joined"
+EOF
+pass "replay --batch-reads over nfs://: every sample once, far fewer READs than samples"
+
 # --- dsbench meta over nfs://: mdtest's phases through the backend, each with its RPC bill
 nfs_client "$DSBENCH" meta "$U" --files 200 --threads 2 --output-format json >meta.json
 $PY - meta.json <<'EOF'

@@ -78,6 +78,23 @@ assert str(sys.argv[2]) in json.dumps(r), "replay JSON lacks the epoch's samples
 EOF
 pass "dsbench replay reads s3://"
 
+# --- a batch at a time: streamed, a batch's neighbouring records are one ranged GET; every sample
+# is read once, byte for byte the bytes of a sample-at-a-time epoch
+expect_exit 0 "$DSBENCH" replay "$U/ds" --epochs 1 --mode stream --batch 32 --batch-reads 8 \
+  --output-format json
+cp "$WORK/last.out" batch.json
+expect_exit 0 "$DSBENCH" replay "$U/ds" --epochs 1 --mode stream --batch 32 --output-format json
+"$PY" - batch.json "$WORK/last.out" "$N" <<'EOF'
+import json, sys
+b, one = (json.load(open(p))["replay"] for p in sys.argv[1:3])
+n = int(sys.argv[3])
+eb, eo = b["epochs"][0], one["epochs"][0]
+assert b["batch_reads"] == 8 and eb["samples"] == n and eb["bytes"] == eo["bytes"], (eb, eo)
+reads = eb["storage_ops"]["read"]
+assert 0 < reads <= n / 4, f"{reads} GETs for {n} samples: a batch's records were not joined"
+EOF
+pass "replay --batch-reads over s3://: every sample once, a batch's records in a few GETs"
+
 # --- dsbench compare of a dataset in the bucket: stream it, or stage it first?
 expect_exit 0 "$DSBENCH" compare "$U/ds" --stage-dir stg --epochs 1 --train-epochs 20 --output-format json
 "$PY" - "$WORK/last.out" <<'EOF'

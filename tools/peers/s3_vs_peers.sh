@@ -6,8 +6,10 @@
 #       bucket: samples/s, and the request bill (storage operations per sample) of each. The tree
 #       as ImageFolder reads it (map: a file at a time per worker) and with a batch read by 16
 #       threads per worker (--batch-reads 16: a __getitems__ of the user's own); the native
-#       dataset streamed (its loader, shard order, read ahead) and in map mode read a batch at a
-#       time (MapDataset(batch_reads=True, inflight=16): 16 ranged GETs in flight per worker).
+#       dataset streamed a sample at a time (shard order, the object read ahead), streamed a
+#       batch at a time (a batch's neighbouring records are one ranged GET of up to 8 MiB), and
+#       in map mode a batch at a time (MapDataset(batch_reads=True, inflight=16): 16 ranged
+#       GETs in flight per worker).
 #   S4  dssync s3://… → local against `s3cmd sync` of the same prefix: the tree and the native
 #       shards.
 #   S1  (single object) dssync of one 256 MiB object against `curl` of it (one GET) and
@@ -66,12 +68,13 @@ replay() {  # replay NAME LAYOUT ROUND MODE BATCH_READS [PREFIX...]
     --output-format json >"$WORK/replay-$name-$round.json" 2>"$WORK/run.err" ||
     [ $? -eq 1 ] || { cat "$WORK/run.err"; fail "replay $name"; }
 }
-replays() {  # replays ROUND [PREFIX...]: the four loaders, interleaved
+replays() {  # replays ROUND [PREFIX...]: the five loaders, interleaved
   local round=$1
   shift
   replay tree tree "$round" map 0 "$@"
   replay tree-batch tree "$round" map 16 "$@"
   replay ds ds "$round" stream 0 "$@"
+  replay ds-stream-batch ds "$round" stream 16 "$@"
   replay ds-batch ds "$round" map 16 "$@"
 }
 for r in $(seq 1 "$ROUNDS"); do
@@ -105,6 +108,7 @@ print(f"{n} ImageNet-like files ({b/1e6:.0f} MB); native dataset {sb/1e6:.0f} MB
 LOADERS = (("tree", "tree, a file at a time (ImageFolder)"),
            ("tree-batch", "tree, a batch by 16 threads per worker"),
            ("ds", "native, streamed (shard order, read ahead)"),
+           ("ds-stream-batch", "native, streamed, a batch at once (runs)"),
            ("ds-batch", "native, map, a batch at once (16 GETs in flight)"))
 def calls(run):
     e = run["epochs"][0]
