@@ -383,6 +383,7 @@ json CompareJson(const CompareOptions& o, const CompareResult& r) {
         {"workers", o.workers},
         {"batch", o.job.batch},
         {"prefetch", o.job.prefetch},
+        {"batch_reads", o.job.batch_reads},
         {"epochs", o.job.epochs},
         {"compute_time", r.runs.empty() ? o.job.compute_time : r.runs.front().result.compute_time},
         {"required_samples_per_sec", required}}},

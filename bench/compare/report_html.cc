@@ -55,6 +55,7 @@ std::string Header(const json& c) {
     for (const char* f : {"batch", "prefetch", "epochs"}) {
       if (double v = Num(job, f); !std::isnan(v)) s += fmt::format(", {} {}", f, v);
     }
+    if (double v = Num(job, "batch_reads"); v > 0) s += fmt::format(", batch reads {}", v);
     double compute = Num(job, "compute_time"), req = Num(job, "required_samples_per_sec");
     if (compute > 0) s += ", compute " + Seconds(compute) + "/batch";
     facts.emplace_back("job", s);

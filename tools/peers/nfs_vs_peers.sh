@@ -6,7 +6,9 @@
 #       samples/s, and the RPC bill of each (RPCs per sample, per NFS procedure). Map mode; each
 #       layout read a sample at a time per worker (ImageFolder, MapDataset) and a batch at once
 #       (--batch-reads 16: the tree by 16 threads per worker, the native dataset with 16 READs
-#       in flight per worker through libnfs's async engine, as MapDataset(batch_reads=True)).
+#       in flight per worker through libnfs's async engine, as MapDataset(batch_reads=True));
+#       and the native dataset streamed a batch at a time (a batch's neighbouring records are
+#       one read of up to 8 MiB).
 #   N4  dssync of the tree from nfs:// against nfs-cp of each file in a shell loop (what a node
 #       without a mount has: one client process per file); dssync of the native shards against
 #       the link's rate (nfs-cp of one 512 MiB file).
@@ -58,9 +60,9 @@ nfs_cp_loop() {
   (cd "$WORK/out" && xargs mkdir -p <"$WORK/dirs.txt")
   while read -r f; do nfs-cp "$U/tree/${f#./}" "$WORK/out/${f#./}" >/dev/null; done <"$WORK/files.txt"
 }
-replay() {  # replay NAME LAYOUT ROUND BATCH_READS
+replay() {  # replay NAME LAYOUT ROUND BATCH_READS [MODE]
   drop
-  nfs_client "$DSBENCH" replay "$U/$2" --epochs 1 --cache cold --batch-reads "$4" \
+  nfs_client "$DSBENCH" replay "$U/$2" --epochs 1 --cache cold --batch-reads "$4" --mode "${5:-map}" \
     --output-format json >"$WORK/replay-$1-$3.json" 2>"$WORK/run.err" ||
     [ $? -eq 1 ] || { cat "$WORK/run.err"; fail "replay $1"; }
 }
@@ -69,6 +71,7 @@ for r in $(seq 1 "$ROUNDS"); do
   replay tree-batch tree "$r" 16
   replay ds ds "$r" 0
   replay ds-batch ds "$r" 16
+  replay ds-stream-batch ds "$r" 16 stream
   [ "$REPLAY_ONLY" = 1 ] && continue
   timed tree-dssync nfs_client "$DSSYNC" "$U/tree" "$WORK/out" -q
   timed tree-nfs-cp nfs_client bash -c "$(declare -f nfs_cp_loop); U='$U' WORK='$WORK' nfs_cp_loop"
@@ -97,8 +100,9 @@ def rpcs(run):
 replay_table(work, rounds, (("tree", "tree, a file at a time (ImageFolder)"),
                             ("tree-batch", "tree, a batch by 16 threads per worker"),
                             ("ds", "native, a sample at a time (MapDataset)"),
-                            ("ds-batch", "native, a batch at once (16 READs in flight)")),
-             "", "N3 replay --cache cold, map, samples/s (ratio to the tree a file at a time):", rpcs)
+                            ("ds-batch", "native, a batch at once (16 READs in flight)"),
+                            ("ds-stream-batch", "native, streamed, a batch at once (runs)")),
+             "", "N3 replay --cache cold, samples/s (ratio to the tree a file at a time):", rpcs)
 if replay_only == "1":
     sys.exit(0)
 med, _ = load(path)
