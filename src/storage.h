@@ -77,6 +77,10 @@ struct StorageCaps {
   unsigned max_inflight = 1;    // reads worth keeping in flight at once
   bool local_fd = false;        // RandomAccessFile::fd() is a local fd an engine may read
   bool sync_all = false;        // SyncAll makes every write under a directory durable at once
+  // A file's reads see the version OpenRead found, or fail: a copy cannot mix two versions, so
+  // a copier need not stat the source again after it (s3://: every GET carries If-Match with
+  // the ETag seen at open, and a changed object answers 412).
+  bool pinned_reads = false;
 };
 
 class RandomAccessFile {

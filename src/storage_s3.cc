@@ -180,7 +180,8 @@ class S3Storage final : public Storage {
   std::string_view scheme() const override { return "s3"; }
   StorageCaps caps() const override {
     StorageCaps c;
-    c.max_inflight = 64;  // GETs worth keeping in flight (docs/s3.md, S2)
+    c.max_inflight = 64;    // GETs worth keeping in flight (docs/s3.md, S2)
+    c.pinned_reads = true;  // If-Match on the ETag seen at open (S3File::Get)
     return c;
   }
   std::string Uri(const std::string& path) const override {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <numeric>
 
+#include "caps_storage.h"
 #include "formats/layout.h"
 #include "formats/layout_options.h"
 #include "formats/subset.h"
@@ -141,31 +142,22 @@ TEST_CASE("readers: the counting backend's bill of a layout", "[formats]") {
 namespace {
 // A local backend that says it cannot be mapped and is not "file", as a remote one says (a mock
 // of those answers; every byte still comes from the local files).
-class NoMmapStorage final : public StorageDecorator {
- public:
-  using StorageDecorator::StorageDecorator;
-  std::string_view scheme() const override { return "remote"; }
-  StorageCaps caps() const override {
-    StorageCaps c = StorageDecorator::caps();
-    c.mmap = false;
-    c.local_fd = false;
-    return c;
-  }
-
- protected:
-  Status Before(StorageOp, const std::string&) override { return Status::Ok(); }
-  std::unique_ptr<RandomAccessFile> WrapRead(std::unique_ptr<RandomAccessFile> f) override {
-    return f;
-  }
-  std::unique_ptr<WritableFile> WrapWrite(std::unique_ptr<WritableFile> f) override { return f; }
-};
+std::shared_ptr<Storage> NoMmapStorage() {
+  return std::make_shared<test::CapsStorage>(
+      LocalStorage(),
+      [](StorageCaps* c) {
+        c->mmap = false;
+        c->local_fd = false;
+      },
+      "remote");
+}
 }  // namespace
 
 TEST_CASE("readers: what needs a mapped file asks the backend, and says why it refuses",
           "[formats]") {
   test::TempDir dir;
   auto samples = ReaderSamples(10);
-  auto nomap = std::make_shared<NoMmapStorage>(LocalStorage());
+  auto nomap = NoMmapStorage();
   std::string lmdb = WriteLayout(dir / "lmdb", Format::kLmdb, samples);
   auto refused = OpenLayout(StorageRef{nomap, lmdb});
   REQUIRE_FALSE(refused.ok());
@@ -192,7 +184,7 @@ TEST_CASE("readers: a damaged dataset is refused as a tree on any backend", "[fo
   // the check reads the names through the backend, so it holds on a remote one too.
   test::TempDir dir;
   auto samples = ReaderSamples(10);
-  auto remote = std::make_shared<NoMmapStorage>(LocalStorage());
+  auto remote = NoMmapStorage();
   std::string native = WriteLayout(dir / "native", Format::kNative, samples);
   REQUIRE(std::filesystem::remove(native + "/manifest.json"));
   auto r = OpenAnyReader(StorageRef{remote, native});

@@ -18,6 +18,7 @@
 #include <thread>
 #include <vector>
 
+#include "caps_storage.h"
 #include "src/checksum.h"
 #include "src/random.h"
 #include "sync/fanout.h"
@@ -173,19 +174,38 @@ TEST_CASE("CopyFiles checks the manifest's xxh3: a mismatch is kCorruption, noth
 
 TEST_CASE("CopyFiles copies a source that changed since the plan again, as it is now", "[sync]") {
   const int threads = GENERATE(1, 8);
-  INFO("threads " << threads);
+  // Pinned reads: no stat after the copy (the bill counts none); the open's size decides.
+  const bool pinned = GENERATE(false, true);
+  INFO("threads " << threads << " pinned " << pinned);
   Stage s;
+  auto counted = std::make_shared<CountingStorage>(
+      pinned ? std::make_shared<test::CapsStorage>(LocalStorage(),
+                                                   [](StorageCaps* c) { c->pinned_reads = true; })
+             : LocalStorage());
+  test::WriteFile(s.src / "same", Content(kChunk + 3, 4));
   test::WriteFile(s.src / "grew", Content(2 * kChunk, 5));
   test::WriteFile(s.src / "shrank", Content(4 * kChunk, 6));
   test::WriteFile(s.src / "vanished", "x");
   std::vector<PlanFile> files{PlanOf(s.src.path(), "grew"), PlanOf(s.src.path(), "shrank"),
-                              PlanOf(s.src.path(), "vanished")};
+                              PlanOf(s.src.path(), "vanished"), PlanOf(s.src.path(), "same")};
   const std::string grew = Content(3 * kChunk + 1, 7), shrank = Content(kChunk + 9, 8);
   test::WriteFile(s.src / "grew", grew);
   test::WriteFile(s.src / "shrank", shrank);
   REQUIRE(::unlink((s.src / "vanished").c_str()) == 0);
-  auto results = CopyFiles(files, s.Options(threads));
-  REQUIRE(results.size() == 3);
+  CopyOptions o = s.Options(threads);
+  o.src_storage = counted;
+  auto results = CopyFiles(files, o);
+  REQUIRE(results.size() == 4);
+  REQUIRE(results[3].status.ok());
+  CHECK_FALSE(results[3].recopied);
+  CHECK(test::ReadFile(s.dst / "same") == Content(kChunk + 3, 4));
+  // Unpinned: a stat after each copy (the recopies too); pinned: only the recopies' own.
+  const uint64_t stats = counted->ops()[StorageOp::kStat];
+  if (pinned) {
+    CHECK(stats == 2);  // grew and shrank, reopened
+  } else {
+    CHECK(stats >= 5);
+  }
   for (size_t i : {0, 1}) {
     INFO(files[i].rel);
     const std::string& now = i == 0 ? grew : shrank;
