@@ -14,13 +14,14 @@
 #       shards.
 #   S1  (single object) dssync of one 256 MiB object against `curl` of it (one GET) and
 #       `s3cmd get`.
-#   S3 at a delay (S3_DELAY_US microseconds each way, default 5000: a 10 ms round trip, as a
-#       store across a network answers; 0 skips it): the same replays from a client namespace
-#       through the delay line (tests/e2e/delay_line.c; needs root).
+#   S3 and S4 at a delay (S3_DELAY_US microseconds each way, default 5000: a 10 ms round trip,
+#       as a store across a network answers; 0 skips it): the same replays, and dssync and
+#       s3cmd sync of the tree and of the shards, from a client namespace through the delay line
+#       (tests/e2e/delay_line.c; needs root).
 # The OSD is memstore: the server's data is in RAM, so every run is "warm" at the server; there
 # is no client page cache on s3://.
 #   tools/peers/s3_vs_peers.sh [SAMPLES=2000] [ROUNDS=3]
-# REPLAY_ONLY=1 skips S4 and S1 (the dssync, s3cmd and curl runs).
+# REPLAY_ONLY=1 skips S4 and S1 (the dssync, s3cmd and curl runs); SYNC_ONLY=1 skips the replays.
 # Needs Ceph (ceph-mon, ceph-osd, radosgw), s3cmd, curl and the built tools (override with
 # DSPACK, DSSYNC, DSBENCH).
 set -euo pipefail
@@ -33,6 +34,7 @@ DSBENCH=${DSBENCH:-$PWD/build/bench/dsbench}
 DELAY_LINE=${DELAY_LINE:-$PWD/build/tests/dspack-delay-line}
 S3_DELAY_US=${S3_DELAY_US:-5000}
 REPLAY_ONLY=${REPLAY_ONLY:-0}
+SYNC_ONLY=${SYNC_ONLY:-0}
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/dspack-s3-bench-XXXXXX")
 fail() { echo "FAIL: $*" >&2; exit 1; }
 source tests/e2e/s3_fixture.sh
@@ -78,7 +80,7 @@ replays() {  # replays ROUND [PREFIX...]: the five loaders, interleaved
   replay ds-batch ds "$round" map 16 "$@"
 }
 for r in $(seq 1 "$ROUNDS"); do
-  replays "$r"
+  [ "$SYNC_ONLY" = 1 ] || replays "$r"
   [ "$REPLAY_ONLY" = 1 ] && continue
   timed tree-dssync "$DSSYNC" "$U/tree" "$WORK/out" -q
   timed tree-s3cmd s3cmd sync -q "$U/tree/" "$WORK/out/"
@@ -92,15 +94,22 @@ done
 
 if [ "$S3_DELAY_US" -gt 0 ]; then
   s3_delay "$S3_DELAY_US"
+  far() { s3_client env AWS_ENDPOINT_URL="$S3_DELAYED_ENDPOINT" S3_DIR="$S3_DIR" "$@"; }
+  far_s3cmd() { far bash -c "$(declare -f s3cmd); s3cmd $*"; }
   for r in $(seq 1 "$ROUNDS"); do
-    replays "d$r" s3_client env AWS_ENDPOINT_URL="$S3_DELAYED_ENDPOINT"
+    [ "$SYNC_ONLY" = 1 ] || replays "d$r" far
+    [ "$REPLAY_ONLY" = 1 ] && continue
+    timed tree-dssync-d far "$DSSYNC" "$U/tree" "$WORK/out" -q
+    timed tree-s3cmd-d far_s3cmd sync -q "$U/tree/" "$WORK/out/"
+    timed shards-dssync-d far "$DSSYNC" "$U/ds" "$WORK/out" -q
+    timed shards-s3cmd-d far_s3cmd sync -q "$U/ds/" "$WORK/out/"
   done
 fi
 
-PYTHONPATH=tools/peers /usr/bin/python3 - "$WORK" "$results" "$N" "$BYTES" "$SBYTES" "$ROUNDS" "$S3_DELAY_US" "$REPLAY_ONLY" <<'PY'
+PYTHONPATH=tools/peers /usr/bin/python3 - "$WORK" "$results" "$N" "$BYTES" "$SBYTES" "$ROUNDS" "$S3_DELAY_US" "$REPLAY_ONLY" "$SYNC_ONLY" <<'PY'
 import json, statistics, sys
 from runs import load, replay_table
-work, path, n, b, sb, rounds, delay, replay_only = sys.argv[1:9]
+work, path, n, b, sb, rounds, delay, replay_only, sync_only = sys.argv[1:10]
 n, b, sb, rounds, delay = int(n), int(b), int(sb), int(rounds), int(delay)
 med, _ = load(path) if replay_only != "1" else ({}, None)
 print("Ceph 16 radosgw (beast, one memstore OSD) on 127.0.0.1, libcurl SigV4;")
@@ -117,10 +126,11 @@ def calls(run):
     return f"calls/sample {ops['per_sample']:.2f} (" + ", ".join(f"{k} {v:.3f}" for k, v in per.items()) + ")"
 def table(tag, title):
     replay_table(work, rounds, LOADERS, tag, title, calls)
-table("", "S3 replay on loopback, samples/s (ratio to the tree read a file at a time):")
-print("   an open is a HEAD, a stat a HEAD (+ a LIST for a prefix), a list a LIST page, a read a GET")
-if delay > 0:
-    table("d", f"S3 replay through a {2 * delay / 1000:g} ms round trip:")
+if sync_only != "1":
+    table("", "S3 replay on loopback, samples/s (ratio to the tree read a file at a time):")
+    print("   an open is a HEAD, a stat a HEAD (+ a LIST for a prefix), a list a LIST page, a read a GET")
+    if delay > 0:
+        table("d", f"S3 replay through a {2 * delay / 1000:g} ms round trip:")
 if replay_only == "1":
     sys.exit(0)
 print(f"S4 dssync tree {med['tree-dssync']:.2f} s, s3cmd sync {med['tree-s3cmd']:.2f} s: "
@@ -130,4 +140,9 @@ print(f"   shards: dssync {med['shards-dssync']:.2f} s ({sb/med['shards-dssync']
 big = 256 * 2**20
 print(f"S1 one 256 MiB object: dssync {big/med['big-dssync']/1e6:.0f} MB/s, curl {big/med['big-curl']/1e6:.0f} MB/s, "
       f"s3cmd get {big/med['big-s3cmd']/1e6:.0f} MB/s: dssync/curl {med['big-curl']/med['big-dssync']:.2f}")
+if delay > 0:
+    print(f"S4 through a {2 * delay / 1000:g} ms round trip: dssync tree {med['tree-dssync-d']:.2f} s, "
+          f"s3cmd sync {med['tree-s3cmd-d']:.2f} s: dssync {med['tree-s3cmd-d']/med['tree-dssync-d']:.1f}x; "
+          f"shards: dssync {med['shards-dssync-d']:.2f} s, s3cmd sync {med['shards-s3cmd-d']:.2f} s: "
+          f"dssync {med['shards-s3cmd-d']/med['shards-dssync-d']:.1f}x")
 PY
