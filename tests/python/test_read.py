@@ -99,9 +99,13 @@ def test_read_batch_keeps_reads_in_flight(data):
     ds = dspack.open(data["native"])
     ds.read_batch(range(300), inflight=16)
     stats = ds.last_batch_stats()
-    assert stats["reads"] >= 300
-    if stats["engine"] == "io_uring":
+    # Neighbouring samples are one read (formats/batch_read.cc): 300 in a row are a few reads.
+    assert 1 <= stats["reads"] < 300, stats
+    if stats["engine"] == "io_uring" and stats["reads"] > 1:
         assert stats["peak_inflight"] > 1  # more than one read outstanding at once
+    ds.read_batch(range(0, 300, 2), inflight=16)  # every other sample: gaps too wide to join
+    apart = ds.last_batch_stats()
+    assert apart["reads"] > stats["reads"], (apart, stats)
 
     try:
         ds.read_batch(range(3), inflight=100000)  # over io_uring's IORING_MAX_ENTRIES

@@ -43,8 +43,8 @@ def test_a_dataloader_batch_is_one_read_batch(data):
     batches = list(loader)
     transformed = list(seen)  # the transform ran on every sample, in order
     stats = ds.dataset.last_batch_stats()  # the last batch: 300 % 16 = 12 samples in one call
-    assert stats["reads"] >= 12
-    if stats["engine"] == "io_uring":
+    assert 1 <= stats["reads"] <= 12, stats  # 12 neighbours: joined into a few reads
+    if stats["engine"] == "io_uring" and stats["reads"] > 1:
         assert stats["peak_inflight"] > 1
     assert keys_of(batches) == transformed == [ds[i]["__key__"] for i in range(len(ds))]
     assert [len(v) for v in batches[0]["JPEG"]] == [len(ds[i]["JPEG"]) for i in range(16)]
