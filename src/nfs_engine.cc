@@ -33,6 +33,12 @@ class NfsEngine final : public IoEngine {
   }
 
   ~NfsEngine() override {
+    // The handles OpenPath gave and nobody closed (a caller that keeps an engine with its open
+    // files until its thread ends: LayoutReader::ReadBatch) go with it, or libnfs's handles
+    // leak. NFSv3 has no CLOSE: with nothing in flight, a handle only read is freed locally.
+    if (inflight_ == 0) {
+      while (!files_.empty()) CloseFile(files_.begin()->first);
+    }
     // Destroying the connection calls back what is in flight: the slots are still here, and
     // cleared first, so that no request of the caller is touched any more.
     for (Slot& slot : slots_) slot = {this, nullptr, 0, false};
