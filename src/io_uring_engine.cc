@@ -5,12 +5,24 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <vector>
 
 #include "src/io_engine.h"
 
 namespace ds::internal {
 namespace {
+
+// Held while a ring is mapped (set up) or unmapped (torn down). The kernel may map a new ring at
+// the address of one another thread just tore down; liburing maps and unmaps with raw system
+// calls, which ThreadSanitizer does not see, so the new owner's first writes to the SQ array
+// looked like a race with the old owner's last (stop 51's CI, unit_bench). The lock is the
+// real order between the two: teardown, then setup. Rings are set up once per engine, so it costs
+// nothing on the IO path.
+std::mutex& RingMapMutex() {
+  static std::mutex m;
+  return m;
+}
 
 class IoUringEngine : public IoEngine {
  public:
@@ -19,12 +31,15 @@ class IoUringEngine : public IoEngine {
   // io_uring_queue_exit on a zeroed ring closes its ring_fd, which is 0 (stdin, or whatever file
   // another thread was given as descriptor 0).
   ~IoUringEngine() override {
-    if (ring_ready_) io_uring_queue_exit(&ring_);
+    if (!ring_ready_) return;
+    std::lock_guard lock(RingMapMutex());
+    io_uring_queue_exit(&ring_);
   }
 
   // A ring of one entry can be set up (and is torn down again).
   static bool RingWorks() {
     io_uring probe{};
+    std::lock_guard lock(RingMapMutex());
     if (io_uring_queue_init(1, &probe, 0) != 0) return false;
     io_uring_queue_exit(&probe);
     return true;
@@ -46,6 +61,7 @@ class IoUringEngine : public IoEngine {
     p.flags |= IORING_SETUP_COOP_TASKRUN | IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN |
                IORING_SETUP_CQSIZE;
     p.cq_entries = depth_;
+    std::unique_lock map_lock(RingMapMutex());
     int rc = io_uring_queue_init_params(depth_, &ring_, &p);
     if (rc == -EINVAL) {
       p = base;
@@ -56,6 +72,7 @@ class IoUringEngine : public IoEngine {
       p = base;
       rc = io_uring_queue_init_params(depth_, &ring_, &p);
     }
+    map_lock.unlock();  // RingWorks takes it again
     if (rc < 0) {
       ring_ = io_uring{};
       if ((rc == -EINVAL || rc == -ENOMEM) && depth_ > 1 && RingWorks()) {
