@@ -1,6 +1,7 @@
 // Signed S3 requests through libcurl (src/s3_client.h).
 #include "src/s3_client.h"
 
+#include <arpa/inet.h>
 #include <curl/curl.h>
 #include <fmt/format.h>
 
@@ -127,6 +128,19 @@ Result<S3Config> LoadS3Config(std::string_view query) {
                     fmt::format("?{}: s3:// takes addressing=path|virtual, retries=0..20, "
                                 "timeout=1..3600 (seconds) and readahead=0..64 (MiB)",
                                 kv));
+    }
+  }
+  if (!c.path_style) {
+    // Virtual-host addressing puts the bucket in front of the endpoint's host: an IP address
+    // has no such subdomain, so the request could only fail to resolve later, far from its cause.
+    size_t start = c.endpoint.find("://") + 3;
+    std::string host = c.endpoint.substr(start, c.endpoint.find_first_of(":/", start) - start);
+    in_addr v4;
+    if (host.empty() || host.front() == '[' || inet_pton(AF_INET, host.c_str(), &v4) == 1) {
+      return Status(Code::kInvalidArgument,
+                    fmt::format("?addressing=virtual: endpoint {} is an IP address, which takes no "
+                                "BUCKET. in front; give a host name, or addressing=path",
+                                c.endpoint));
     }
   }
   return c;

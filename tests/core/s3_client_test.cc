@@ -71,6 +71,18 @@ TEST_CASE("s3 config: the environment's keys, endpoint and region", "[core]") {
   CHECK(c->path_style);  // an endpoint of one's own: path-style
   CHECK(c->retries == 4);
 
+  // An IP endpoint has no BUCKET. subdomain: virtual-host addressing is refused, named.
+  auto ip = LoadS3Config("addressing=virtual");
+  REQUIRE_FALSE(ip.ok());
+  CHECK(ip.status().code() == Code::kInvalidArgument);
+  CHECK_THAT(ip.status().message(), Catch::Contains("http://127.0.0.1:7480 is an IP address"));
+  vars["AWS_ENDPOINT_URL"] = "http://[::1]:7480";
+  {
+    EnvGuard v6(vars);
+    CHECK(LoadS3Config("addressing=virtual").status().code() == Code::kInvalidArgument);
+  }
+  vars["AWS_ENDPOINT_URL"] = "http://localhost:7480";
+  EnvGuard named(vars);
   auto v = LoadS3Config("addressing=virtual&retries=0&timeout=5");
   REQUIRE(v.ok());
   CHECK_FALSE(v->path_style);

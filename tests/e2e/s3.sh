@@ -2,12 +2,13 @@
 # s3:// end to end, against a real S3 server (Ceph's RADOS Gateway on a one-OSD cluster,
 # tests/e2e/s3_fixture.sh) through libcurl: a dataset uploaded by s3cmd (another client) read by
 # info/verify/ls/cat, convert from and to a bucket (native and the interop layouts, each read
-# back by s3cmd's download too; LMDB refused), dssync from it and its resume, dsbench replay
-# and dsbench s3 (every op, a verdict, 2 ranks under mpirun, cleanup), compare's stage or stream,
-# the Python package and a DataLoader; and the bad inputs: wrong keys, a missing bucket, a wrong
-# endpoint, no credentials (each one line, exit 2, the secret never echoed), no metadata object
-# (no dataset), the gateway killed under a reader (retries, then one line naming the object and
-# the range), an object replaced under a reader (named), an answer cut mid-body (retried).
+# back by s3cmd's download too; LMDB refused), virtual-host addressing, dssync from it and its
+# resume, dsbench replay and dsbench s3 (every op, a verdict, 2 ranks under mpirun, cleanup),
+# compare's stage or stream, the Python package and a DataLoader; and the bad inputs: wrong keys,
+# a missing bucket, a wrong endpoint, no credentials (each one line, exit 2, the secret never
+# echoed), no metadata object (no dataset), the gateway killed under a reader (retries, then one
+# line naming the object and the range), an object replaced under a reader (named), an answer cut
+# mid-body (retried).
 # docs/s3.md.
 source "$(dirname "$0")/lib.sh"
 : "${DSSYNC:?set DSSYNC}" "${DSBENCH:?set DSBENCH}"
@@ -50,6 +51,21 @@ cmp cat-s3.bin cat-local.bin || fail "cat s3:// $key differs"
 s3cmd ls "$U/ds/" | grep -E "\.tmp|journal" && fail "temp objects left under $U/ds"
 expect_exit 0 "$DSPACK" verify "$U/up-ds"
 pass "convert to s3://; verify/info/ls/cat read it as the local dataset"
+
+# --- virtual-host addressing (BUCKET.HOST/KEY, as AWS itself is addressed): the fixture's
+# `rgw dns name` is localhost, and curl resolves BUCKET.localhost to the loopback itself. The
+# gateway's access log shows the bucket left the path; path-style reads what it wrote.
+VH=http://localhost:$S3_RGW_PORT
+expect_exit 0 env AWS_ENDPOINT_URL="$VH" "$DSPACK" convert tree "$U/vh?addressing=virtual" \
+  --shard-size 1MiB --label-from-dir -q
+expect_exit 0 env AWS_ENDPOINT_URL="$VH" "$DSPACK" verify "$U/vh?addressing=virtual"
+grep -qF "$N records" "$WORK/last.out" || fail "verify, virtual-host: not $N records"
+grep -q '"GET /vh/manifest.json' "$S3_DIR"/log/*rgw*.log ||
+  fail "the gateway logged no virtual-host GET /vh/manifest.json"
+expect_exit 0 "$DSPACK" verify "$U/vh"
+expect_exit 2 "$DSPACK" info "$U/vh?addressing=virtual"  # the fixture's endpoint is 127.0.0.1
+expect_err "is an IP address"
+pass "virtual-host addressing: convert and verify as BUCKET.localhost; path-style reads it; an IP endpoint refused"
 
 for f in wds tfrecord recordio; do
   expect_exit 0 "$DSPACK" convert tree "$U/out-$f" --format "$f" --shard-size 1MiB --label-from-dir -q

@@ -86,7 +86,7 @@ osd op num threads per shard = 2
 [client.rgw.gw]
 rgw frontends = beast endpoint=127.0.0.1:$S3_RGW_PORT tcp_nodelay=1
 rgw data = $S3_DIR/rgw
-rgw dns name = 127.0.0.1
+rgw dns name = localhost
 rgw thread pool size = 128
 EOF
 }
