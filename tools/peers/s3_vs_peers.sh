@@ -12,8 +12,8 @@
 #       GETs in flight per worker).
 #   S4  dssync s3://… → local against `s3cmd sync` of the same prefix: the tree and the native
 #       shards.
-#   S1  (single object) dssync of one 256 MiB object against `curl` of it (one GET) and
-#       `s3cmd get`.
+#   S1  (single object) dssync of one 256 MiB object against `curl` of it (one GET), the same
+#       made durable (`sync -f`, as dssync's copy is), and `s3cmd get`.
 #   S3 and S4 at a delay (S3_DELAY_US microseconds each way, default 5000: a 10 ms round trip,
 #       as a store across a network answers; 0 skips it): the same replays, and dssync and
 #       s3cmd sync of the tree and of the shards, from a client namespace through the delay line
@@ -54,6 +54,13 @@ rm -rf "$WORK/tree" "$WORK/ds" "$WORK/big"
 
 results=$WORK/results.txt
 : >"$results"
+# curl_durable FILE URL: curl's GET into a fresh FILE, then made durable (sync -f: the file
+# system's syncfs), as dssync makes every copy durable before its final name.
+curl_durable() {
+  rm -f "$1"
+  s3_curl -o "$1" "$2" && sync -f "$1"
+}
+
 timed() {  # timed NAME CMD...: into a fresh $WORK/out
   local name=$1; shift
   rm -rf "$WORK/out"; sync
@@ -88,6 +95,7 @@ for r in $(seq 1 "$ROUNDS"); do
   timed shards-s3cmd s3cmd sync -q "$U/ds/" "$WORK/out/"
   timed big-dssync "$DSSYNC" "$U/big" "$WORK/out" -q
   timed big-curl s3_curl -o "$WORK/out.bin" "$AWS_ENDPOINT_URL/$S3_BUCKET/big/big.bin"
+  timed big-curl-sync curl_durable "$WORK/out.bin" "$AWS_ENDPOINT_URL/$S3_BUCKET/big/big.bin"
   timed big-s3cmd s3cmd get -q "$U/big/big.bin" "$WORK/out.bin" --force
   rm -f "$WORK/out.bin"
 done
@@ -139,7 +147,9 @@ print(f"   shards: dssync {med['shards-dssync']:.2f} s ({sb/med['shards-dssync']
       f"s3cmd sync {med['shards-s3cmd']:.2f} s: dssync {med['shards-s3cmd']/med['shards-dssync']:.1f}x")
 big = 256 * 2**20
 print(f"S1 one 256 MiB object: dssync {big/med['big-dssync']/1e6:.0f} MB/s, curl {big/med['big-curl']/1e6:.0f} MB/s, "
-      f"s3cmd get {big/med['big-s3cmd']/1e6:.0f} MB/s: dssync/curl {med['big-curl']/med['big-dssync']:.2f}")
+      f"curl + sync -f {big/med['big-curl-sync']/1e6:.0f} MB/s, s3cmd get {big/med['big-s3cmd']/1e6:.0f} MB/s: "
+      f"dssync/curl {med['big-curl']/med['big-dssync']:.2f}, "
+      f"dssync/durable curl {med['big-curl-sync']/med['big-dssync']:.2f}")
 if delay > 0:
     print(f"S4 through a {2 * delay / 1000:g} ms round trip: dssync tree {med['tree-dssync-d']:.2f} s, "
           f"s3cmd sync {med['tree-s3cmd-d']:.2f} s: dssync {med['tree-s3cmd-d']/med['tree-dssync-d']:.1f}x; "
