@@ -28,8 +28,8 @@ std::string ReadFile(const std::string& path);
 // compare equal when they hold byte-identical files under the same names.
 std::string DirBytes(const std::string& dir);
 
-// The step of the [exhaustive] byte-flip loops: they visit offsets 0, k, 2k, ... and always the
-// last byte. k is $DSPACK_EXHAUSTIVE_STRIDE (default 1: every byte). The sanitizer pass of
+// The step of the [exhaustive] loops (byte flips, truncations): they visit offsets 0, k, 2k, ...
+// and always the last byte. k is $DSPACK_EXHAUSTIVE_STRIDE (default 1: every byte). The sanitizer pass of
 // ./test.sh sets a small prime, so each run still flips bytes of every field at a fraction of
 // the cost; the plain pass flips every byte.
 size_t ExhaustiveStride();
