@@ -29,9 +29,9 @@ std::string ReadFile(const std::string& path);
 std::string DirBytes(const std::string& dir);
 
 // The step of the [exhaustive] loops (byte flips, truncations): they visit offsets 0, k, 2k, ...
-// and always the last byte. k is $DSPACK_EXHAUSTIVE_STRIDE (default 1: every byte). The sanitizer pass of
-// ./test.sh sets a small prime, so each run still flips bytes of every field at a fraction of
-// the cost; the plain pass flips every byte.
+// and always the last byte. k is $DSPACK_EXHAUSTIVE_STRIDE (default 1: every byte). The
+// sanitizer pass of ./test.sh sets a small prime, so each run still flips bytes of every field
+// at a fraction of the cost; the plain pass flips every byte.
 size_t ExhaustiveStride();
 // True if the loop over [0, size) visits offset off under ExhaustiveStride().
 bool ExhaustiveVisits(size_t off, size_t size);
