@@ -50,7 +50,8 @@ case "${1:-}" in
     # same stride thins convert --force's crash points (53 s of the plain pass's unit_pack).
     export DSPACK_EXHAUSTIVE_STRIDE=${DSPACK_EXHAUSTIVE_STRIDE:-7}
     # e2e_lmdb_damage's 500-mutant corpus through the CLIs: every 25th (3 processes a mutant;
-    # all 500 run in the plain pass and in process in unit_formats here).
+    # all 500 run in the plain pass and in process in unit_formats here); and every 25th of its
+    # 128-offset scan of pages 2-3 (2 processes an offset: 62 s of this pass when all ran).
     export DSPACK_LMDB_MUTANT_STRIDE=${DSPACK_LMDB_MUTANT_STRIDE:-25}
     # e2e_nfs at 300 samples (its cases are about the server and the client's errors, which a few
     # shards exercise as well as many): at 1000 it took 148 s, the last test of this pass.
