@@ -401,7 +401,8 @@ Status S3Client::Fail(const S3Response& r, std::string_view what) const {
     return Status(Code::kCorruption,
                   fmt::format("{}: the object changed since it was opened ({}): rerun on the new "
                               "object",
-                              what, said));
+                              what, said),
+                  ESTALE);  // as NFS says of a file replaced under an open handle
   }
   if (r.status == 400) return Status(Code::kInvalidArgument, fmt::format("{}: {}", what, said));
   return Status(Code::kIOError, fmt::format("{}: {}", what, said));

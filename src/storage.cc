@@ -66,6 +66,11 @@ Status RandomWriteFile::SetAttributes(mode_t, int64_t) {
                 name() + ": this storage keeps no permission bits or mtime of its own");
 }
 
+Result<std::unique_ptr<RandomAccessFile>> Storage::OpenListed(const std::string& path,
+                                                              const FileInfo&) {
+  return OpenRead(path);
+}
+
 Result<std::unique_ptr<RandomWriteFile>> Storage::OpenDirect(const std::string& path) {
   return Status(Code::kUnsupported,
                 fmt::format("{}: {} storage has no writes around a page cache", path, scheme()));

@@ -62,6 +62,9 @@ struct FileInfo {
   // reader checks that a name still holds the file it opened.
   uint64_t device = 0;
   uint64_t inode = 0;
+  // The content's version, where the backend keeps one (s3://: the ETag); "" elsewhere. A file
+  // opened with OpenListed reads this version or fails.
+  std::string version;
 };
 
 struct DirEntry {
@@ -171,6 +174,12 @@ class Storage {
   virtual std::string Uri(const std::string& path) const { return path; }
 
   virtual Result<std::unique_ptr<RandomAccessFile>> OpenRead(const std::string& path) = 0;
+  // OpenRead for a file that List or Stat described as `listed`, without asking the backend
+  // again where the listing says enough (s3://: its size and ETag make the open, not a HEAD).
+  // Its reads then see that version or fail with kCorruption and errno ESTALE ("changed since
+  // it was listed"): a copier reopens it with OpenRead. Default: OpenRead(path).
+  virtual Result<std::unique_ptr<RandomAccessFile>> OpenListed(const std::string& path,
+                                                               const FileInfo& listed);
   // A new file that appears under `path` at Commit(). The parent directory must exist.
   virtual Result<std::unique_ptr<WritableFile>> Create(const std::string& path) = 0;
   // follow: a symlink is described by its target (stat) rather than itself (lstat).

@@ -60,6 +60,13 @@ Result<std::unique_ptr<RandomAccessFile>> StorageDecorator::OpenRead(const std::
   return WrapRead(std::move(file));
 }
 
+Result<std::unique_ptr<RandomAccessFile>> StorageDecorator::OpenListed(const std::string& path,
+                                                                       const FileInfo& listed) {
+  DS_RETURN_IF_ERROR(Before(StorageOp::kOpen, path + ": open"));
+  DS_ASSIGN_OR_RETURN(auto file, base_->OpenListed(path, listed));
+  return WrapRead(std::move(file));
+}
+
 Result<std::unique_ptr<WritableFile>> StorageDecorator::Create(const std::string& path) {
   DS_RETURN_IF_ERROR(Before(StorageOp::kCreate, path + ": create"));
   DS_ASSIGN_OR_RETURN(auto file, base_->Create(path));

@@ -79,6 +79,8 @@ class StorageDecorator : public Storage {
   StorageCaps caps() const override { return base_->caps(); }
   std::string Uri(const std::string& path) const override { return base_->Uri(path); }
   Result<std::unique_ptr<RandomAccessFile>> OpenRead(const std::string& path) override;
+  Result<std::unique_ptr<RandomAccessFile>> OpenListed(const std::string& path,
+                                                       const FileInfo& listed) override;  // an open
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path) override;
   Result<std::unique_ptr<RandomWriteFile>> OpenWrite(const std::string& path,
                                                      WriteMode mode) override;

@@ -35,12 +35,13 @@ int64_t ParseTime(const std::string& s) {
   return static_cast<int64_t>(timegm(&tm)) * 1000000000;
 }
 
-FileInfo ObjectInfo(uint64_t size, int64_t mtime_ns) {
+FileInfo ObjectInfo(uint64_t size, int64_t mtime_ns, std::string etag) {
   FileInfo info;
   info.type = FileType::kRegular;
   info.size = size;
   info.mtime_ns = mtime_ns;
   info.mode = 0644;
+  info.version = std::move(etag);
   return info;
 }
 
@@ -217,6 +218,16 @@ class S3Storage final : public Storage {
         new S3File(client_, Key(path), uri, size, r.headers["etag"]));
   }
 
+  // The listing's size and ETag open the object, with no HEAD: a request less per file (dssync
+  // of a tree of small objects: two requests a file become one). A change since the listing
+  // answers 412 to the first GET (If-Match), as a change since OpenRead does.
+  Result<std::unique_ptr<RandomAccessFile>> OpenListed(const std::string& path,
+                                                       const FileInfo& listed) override {
+    if (listed.type != FileType::kRegular || listed.version.empty()) return OpenRead(path);
+    return std::unique_ptr<RandomAccessFile>(
+        new S3File(client_, Key(path), Uri(path), listed.size, listed.version));
+  }
+
   Result<std::unique_ptr<WritableFile>> Create(const std::string& path) override {
     return NewS3Writable(*client_, Key(path), Uri(path));
   }
@@ -261,7 +272,7 @@ class S3Storage final : public Storage {
       DS_ASSIGN_OR_RETURN(S3Response r, Head(key, uri));
       if (r.status / 100 == 2) {
         return ObjectInfo(std::strtoull(r.headers["content-length"].c_str(), nullptr, 10),
-                          ParseTime(r.headers["last-modified"]));
+                          ParseTime(r.headers["last-modified"]), r.headers["etag"]);
       }
       if (r.status != 404) return client_->Fail(r, uri);
     }
@@ -295,7 +306,7 @@ class S3Storage final : public Storage {
         if (key.size() <= prefix.size()) continue;  // the directory's own marker
         out.push_back({key.substr(prefix.size()),
                        ObjectInfo(std::strtoull(XmlText(c, "Size").c_str(), nullptr, 10),
-                                  ParseTime(XmlText(c, "LastModified")))});
+                                  ParseTime(XmlText(c, "LastModified")), XmlText(c, "ETag"))});
       }
       for (std::string_view c : XmlBlocks(r.body, "CommonPrefixes")) {
         any = true;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <future>
 #include <memory>
@@ -142,7 +143,15 @@ class Engine {
   // Opens the source and the tmp file for an attempt. REQUIRES: s->mu held.
   Status Open(FileState* s) {
     const std::string& rel = s->f->rel;
-    auto src = src_->OpenRead(s->f->src_path);
+    // The first attempt opens what the plan listed (no request where the listing says enough:
+    // Storage::OpenListed); a retry opens what is there now.
+    FileInfo listed;
+    listed.type = FileType::kRegular;
+    listed.size = s->f->size;
+    listed.mtime_ns = s->f->mtime_ns;
+    listed.version = s->f->version;
+    auto src =
+        s->attempt == 0 ? src_->OpenListed(s->f->src_path, listed) : src_->OpenRead(s->f->src_path);
     if (!src.ok()) {
       if (src.status().code() == Code::kNotFound) {
         return Status(Code::kBadInput, rel + ": vanished during the copy (not staged)");
@@ -387,7 +396,10 @@ class Engine {
     FileState& s = states_[i];
     CopyResult& r = results_[i];
     uint64_t hash = 0;
-    bool retry = s.error.message().find("changed during copy") != std::string::npos;
+    // Changed since the plan listed it (ESTALE: a pinned read's 412, Storage::OpenListed) or
+    // during the copy: copied again, once, from what is there now.
+    bool retry = s.error.err() == ESTALE ||
+                 s.error.message().find("changed during copy") != std::string::npos;
     Status st = s.error;
     if (st.ok()) st = Check(&s, io->scratch(), &hash, &retry);
     if (!st.ok() && retry && !abort_) {

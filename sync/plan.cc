@@ -41,6 +41,7 @@ struct Walker {
     f.size = info.size;
     f.mtime_ns = info.mtime_ns;
     f.mode = info.mode;
+    f.version = info.version;
     files.push_back(std::move(f));
   }
 

@@ -45,6 +45,7 @@ struct PlanFile {
   uint64_t size = 0;
   int64_t mtime_ns = 0;
   mode_t mode = 0644;
+  std::string version;  // FileInfo::version as listed (s3://: the ETag); the copier opens that
   bool meta = false;
   std::optional<uint64_t> expected_xxh3;  // from the dataset's manifest
 };

@@ -77,13 +77,20 @@ expect_exit 2 "$DSPACK" convert tree "$U/out-lmdb" --format lmdb --label-from-di
 expect_err "LMDB needs a local file"
 pass "wds, tfrecord and recordio written to s3:// verify there and after s3cmd's download; lmdb refused"
 
-# --- dssync from a bucket, then again: nothing recopied
+# --- dssync from a bucket, then again: nothing recopied. The listing's size and ETag open each
+# object (Storage::OpenListed): the gateway's log shows GETs of the shards and no HEAD of one.
+# shard_requests METHOD: the requests of that method for ds/'s shards the gateway has logged.
+shard_requests() { cat "$S3_DIR"/log/*rgw*.log | grep -c "\"$1 /[^ ]*/ds/shard-" || true; }
+heads=$(shard_requests HEAD) gets=$(shard_requests GET)
 expect_exit 0 "$DSSYNC" "$U/ds" staged
 "$DSPACK" verify staged -q
 for f in local-ds/shard-*; do cmp "$f" "staged/${f#local-ds/}" || fail "dssync: $f differs"; done
+[ "$(shard_requests GET)" -ge $((gets + $(ls local-ds/shard-* | wc -l))) ] ||
+  fail "the gateway logged fewer GETs than shards: its log is not the request bill"
+[ "$(shard_requests HEAD)" = "$heads" ] || fail "dssync sent a HEAD per shard, not the listing's ETag"
 expect_exit 0 "$DSSYNC" "$U/ds" staged
 grep -qE "^staged 0 files .* 0 recopied" "$WORK/last.out" || { cat "$WORK/last.out"; fail "rerun recopied"; }
-pass "dssync s3:// stages the dataset byte for byte; a rerun copies nothing"
+pass "dssync s3:// stages the dataset byte for byte, a GET per shard and no HEAD; a rerun copies nothing"
 
 # --- dsbench replay against the bucket
 expect_exit 0 "$DSBENCH" replay "$U/ds" --epochs 1 --output-format json

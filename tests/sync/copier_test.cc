@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <cerrno>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -78,6 +79,55 @@ CopyOptions MakeOptions(const std::string& dst, Journal* journal, int threads) {
   o.journal = journal;
   return o;
 }
+
+// Local files with a version, as s3:// objects have their ETag: a file's version is its mtime in
+// nanoseconds. A file opened by its listing (OpenListed) reads that version or fails as a pinned
+// S3 read answers 412 (kCorruption, ESTALE); OpenRead opens what is there now. Counts both.
+class VersionedStorage final : public StorageDecorator {
+ public:
+  explicit VersionedStorage(std::shared_ptr<Storage> base) : StorageDecorator(std::move(base)) {}
+  static std::string Version(const std::string& path) {
+    struct stat st;
+    return ::stat(path.c_str(), &st) == 0 ? std::to_string(MtimeNs(st)) : "";
+  }
+  Result<std::unique_ptr<RandomAccessFile>> OpenListed(const std::string& path,
+                                                       const FileInfo& listed) override {
+    ++by_listing;
+    DS_ASSIGN_OR_RETURN(auto f, base().OpenRead(path));
+    return std::unique_ptr<RandomAccessFile>(new Pinned(std::move(f), path, listed));
+  }
+  std::atomic<int> by_listing{0}, reopened{0};
+
+ protected:
+  Status Before(StorageOp op, const std::string&) override {
+    if (op == StorageOp::kOpen) ++reopened;
+    return Status::Ok();
+  }
+  std::unique_ptr<RandomAccessFile> WrapRead(std::unique_ptr<RandomAccessFile> f) override {
+    return f;
+  }
+  std::unique_ptr<WritableFile> WrapWrite(std::unique_ptr<WritableFile> f) override { return f; }
+
+ private:
+  class Pinned final : public RandomAccessFile {
+   public:
+    Pinned(std::unique_ptr<RandomAccessFile> f, std::string path, FileInfo listed)
+        : f_(std::move(f)), path_(std::move(path)), listed_(std::move(listed)) {}
+    const std::string& name() const override { return f_->name(); }
+    uint64_t size() const override { return listed_.size; }
+    Result<size_t> ReadSome(uint64_t offset, void* buf, size_t n) const override {
+      if (Version(path_) != listed_.version) {
+        return Status(Code::kCorruption, path_ + ": changed since it was listed", ESTALE);
+      }
+      return f_->ReadSome(offset, buf, n);
+    }
+
+   private:
+    std::unique_ptr<RandomAccessFile> f_;
+    std::string path_;
+    FileInfo listed_;
+  };
+};
 
 // A source, a staging directory and its journal.
 struct Stage {
@@ -219,6 +269,40 @@ TEST_CASE("CopyFiles copies a source that changed since the plan again, as it is
   CHECK(results[2].status.code() == Code::kBadInput);
   CHECK_THAT(results[2].status.message(), Catch::Contains("vanished: vanished during the copy"));
   CHECK_FALSE(Exists(s.dst / "vanished"));
+  CHECK(TmpFiles(s.dst.path()).empty());
+}
+
+TEST_CASE("CopyFiles opens what the plan listed; a version changed since is copied again",
+          "[sync]") {
+  // As dssync from s3://: the open is the listing's ETag (no HEAD), and a same-size object
+  // replaced after the listing fails its first pinned read (412): reopened, copied as it is now.
+  const int threads = GENERATE(1, 8);
+  INFO("threads " << threads);
+  Stage s;
+  auto versioned = std::make_shared<VersionedStorage>(std::make_shared<test::CapsStorage>(
+      LocalStorage(), [](StorageCaps* c) { c->pinned_reads = true; }));
+  test::WriteFile(s.src / "kept", Content(3 * kChunk, 10));
+  test::WriteFile(s.src / "replaced", Content(3 * kChunk, 11));
+  std::vector<PlanFile> files{PlanOf(s.src.path(), "kept"), PlanOf(s.src.path(), "replaced")};
+  for (PlanFile& f : files) f.version = VersionedStorage::Version(f.src_path);
+  const std::string now = Content(3 * kChunk, 12);  // the same size, other bytes, a new mtime
+  test::WriteFile(s.src / "replaced", now);
+  struct timespec ts[2] = {{2000000000, 0}, {2000000000, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, files[1].src_path.c_str(), ts, 0) == 0);
+  CopyOptions o = s.Options(threads);
+  o.src_storage = versioned;
+  auto results = CopyFiles(files, o);
+  REQUIRE(results.size() == 2);
+  REQUIRE(results[0].status.ok());
+  CHECK_FALSE(results[0].recopied);
+  CHECK(test::ReadFile(s.dst / "kept") == Content(3 * kChunk, 10));
+  REQUIRE(results[1].status.ok());
+  CHECK(results[1].recopied);
+  CHECK(results[1].xxh3 == Xxh3_64(now));
+  CHECK(results[1].mtime_ns == 2000000000LL * 1000000000LL);
+  CHECK(test::ReadFile(s.dst / "replaced") == now);
+  CHECK(versioned->by_listing == 2);
+  CHECK(versioned->reopened == 1);  // only the replaced file was opened again
   CHECK(TmpFiles(s.dst.path()).empty());
 }
 
