@@ -145,13 +145,8 @@ class Engine {
     const std::string& rel = s->f->rel;
     // The first attempt opens what the plan listed (no request where the listing says enough:
     // Storage::OpenListed); a retry opens what is there now.
-    FileInfo listed;
-    listed.type = FileType::kRegular;
-    listed.size = s->f->size;
-    listed.mtime_ns = s->f->mtime_ns;
-    listed.version = s->f->version;
-    auto src =
-        s->attempt == 0 ? src_->OpenListed(s->f->src_path, listed) : src_->OpenRead(s->f->src_path);
+    auto src = s->attempt == 0 ? src_->OpenListed(s->f->src_path, ListedInfo(*s->f))
+                               : src_->OpenRead(s->f->src_path);
     if (!src.ok()) {
       if (src.status().code() == Code::kNotFound) {
         return Status(Code::kBadInput, rel + ": vanished during the copy (not staged)");
@@ -251,7 +246,9 @@ class Engine {
     if (s->src->fd() < 0) {  // a remote or decorated source: its own reads, one piece ahead
       // The next piece is read on a helper thread while this one is hashed and written: a remote
       // read is a round trip plus the transfer, and overlapped the copy runs at the slower of
-      // the two, not at their sum. Where no thread can start, the read runs here.
+      // the two, not at their sum. Where no thread can start, the read runs here. The first
+      // piece is read here, beside the helper's second: a file of one piece (a tree's small
+      // files) starts no thread (2,000 files from s3:// started 2,047 threads).
       auto read = [&](uint64_t p) {
         return ReadRest(s, io->buf[p % 2].data(), piece_len(p), off + p * kBufferSize);
       };
@@ -265,10 +262,15 @@ class Engine {
         }
       };
       std::future<Status> next;  // waited for by its destructor on every way out
-      if (pieces > 0) next = ahead(0);
       for (uint64_t p = 0; p < pieces; p++) {
-        Status got = next.get();
-        if (p + 1 < pieces && got.ok()) next = ahead(p + 1);
+        Status got;
+        if (p == 0) {
+          if (pieces > 1) next = ahead(1);
+          got = read(0);
+        } else {
+          got = next.get();
+          if (p + 1 < pieces && got.ok()) next = ahead(p + 1);
+        }
         DS_RETURN_IF_ERROR(got);
         DS_RETURN_IF_ERROR(
             Land(s, io->buf[p % 2].data(), piece_len(p), off + p * kBufferSize, h, whole));

@@ -3,6 +3,7 @@
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <memory>
 #include <string_view>
 #include <thread>
@@ -25,7 +26,7 @@ class Reader {
   Reader(const PlanFile& f, int threads, Storage* storage)
       : f_(f), threads_(static_cast<size_t>(std::max(1, threads))), storage_(storage) {
     XXH3_64bits_reset(hash_);
-    auto file = storage->OpenRead(f.src_path);
+    auto file = storage->OpenListed(f.src_path, ListedInfo(f));
     if (!file.ok()) {
       error_ = file.status().message();
       return;
@@ -48,6 +49,7 @@ class Reader {
     std::string piece(n + 1, 'D');
     Status s = ReadParallel(piece.data() + 1, n);
     if (!s.ok()) {
+      changed_ = s.err() == ESTALE;  // a pinned read: the file is no longer the listed one
       error_ = s.message();
       return "V" + Verdict();
     }
@@ -76,18 +78,24 @@ class Reader {
     return Status::Ok();
   }
 
+  // Changed since the plan: a read pinned to the listed version refused (ESTALE), or, where
+  // reads are not pinned (StorageCaps::pinned_reads), a stat after the copy differs.
   std::string Verdict() {
+    const std::string changed =
+        "C" + f_.src_path + ": changed during copy (size or mtime differs from the plan)";
+    if (changed_) return changed;
     if (!error_.empty()) return "E" + error_;
-    auto st = storage_->Stat(f_.src_path, /*follow=*/true);
-    if (!st.ok()) return "E" + st.status().message();
-    if (st->size != f_.size || st->mtime_ns != f_.mtime_ns) {
-      return "C" + f_.src_path + ": changed during copy (size or mtime differs from the plan)";
+    if (!storage_->caps().pinned_reads) {
+      auto st = storage_->Stat(f_.src_path, /*follow=*/true);
+      if (!st.ok()) return "E" + st.status().message();
+      if (st->size != f_.size || st->mtime_ns != f_.mtime_ns) return changed;
     }
     return std::string(kOk) + std::to_string(XXH3_64bits_digest(hash_));
   }
 
   static constexpr size_t kMinSlice = 1 << 20;
   const PlanFile& f_;
+  bool changed_ = false;
   size_t threads_;
   Storage* storage_;
   std::unique_ptr<RandomAccessFile> file_;

@@ -142,6 +142,16 @@ Status LoadListed(const std::string& src, Plan* plan, std::vector<DatasetFile>* 
 
 }  // namespace
 
+FileInfo ListedInfo(const PlanFile& f) {
+  FileInfo info;
+  info.type = FileType::kRegular;
+  info.size = f.size;
+  info.mtime_ns = f.mtime_ns;
+  info.mode = f.mode;
+  info.version = f.version;
+  return info;
+}
+
 bool IsMetadataName(std::string_view rel) { return IsLayoutMetadataName(rel); }
 
 Result<Plan> BuildPlan(const std::string& src, const PlanOptions& options) {

@@ -74,6 +74,10 @@ Result<Plan> BuildPlan(const std::string& src, const PlanOptions& options);
 
 bool IsMetadataName(std::string_view rel);
 
+// What the plan's listing said of f, for Storage::OpenListed: the copy reads that version of the
+// file (s3://: its ETag) or fails with ESTALE.
+FileInfo ListedInfo(const PlanFile& f);
+
 // st_mtim in nanoseconds since the epoch: how dssync compares and records mtimes.
 int64_t MtimeNs(const struct stat& st);
 

@@ -437,6 +437,30 @@ TEST_CASE("FanoutCopy stages what is needed, verified, and reads nothing else", 
   REQUIRE(again.size() == 1);
   CHECK(again[0].status.code() == Code::kBadInput);
   CHECK(again[0].status.message().find("changed during copy") != std::string::npos);
+
+  // Over a backend whose reads are pinned to the listed version (s3://): opened by the plan's
+  // listing, no stat after the copy, and a same-size replacement is still a changed file.
+  auto versioned = std::make_shared<VersionedStorage>(std::make_shared<test::CapsStorage>(
+      LocalStorage(), [](StorageCaps* c) { c->pinned_reads = true; }));
+  auto counted = std::make_shared<CountingStorage>(versioned);
+  PlanFile listed = PlanOf(s.src.path(), "big.bin");
+  listed.version = VersionedStorage::Version(listed.src_path);
+  CopyOptions o = s.Options(4);
+  o.src_storage = counted;
+  SoloJob ch3;
+  auto pinned = FanoutCopy({listed}, {true}, o, &ch3);
+  REQUIRE(pinned.size() == 1);
+  CHECK(pinned[0].status.ok());
+  CHECK(counted->ops()[StorageOp::kStat] == 0);
+  CHECK(versioned->by_listing == 1);
+  test::WriteFile(s.src / "big.bin", Content(big.size(), 9));
+  struct timespec ts[2] = {{2000000000, 0}, {2000000000, 0}};
+  REQUIRE(::utimensat(AT_FDCWD, listed.src_path.c_str(), ts, 0) == 0);
+  SoloJob ch4;
+  auto replaced = FanoutCopy({listed}, {true}, o, &ch4);
+  REQUIRE(replaced.size() == 1);
+  CHECK(replaced[0].status.code() == Code::kBadInput);
+  CHECK_THAT(replaced[0].status.message(), Catch::Contains("big.bin: changed during copy"));
 }
 
 TEST_CASE("CopyFiles and Sync refuse a chunk size of 0 or off 4 KiB, naming the field", "[sync]") {
