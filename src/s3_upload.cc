@@ -7,6 +7,12 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <deque>
+#include <future>
+#include <memory>
+#include <system_error>
+#include <utility>
+#include <vector>
 
 #include "src/md5.h"
 
@@ -41,7 +47,12 @@ std::string ContentMd5Header(std::string_view body) { return ContentMd5(body); }
 
 namespace {
 
-// One object's upload: a PUT, or a multipart upload once more than a part is given.
+// One object's upload: a PUT, or a multipart upload once more than a part is given. Up to
+// kS3PartsInFlight parts go up at once, each on a thread of its own with its own 8 MiB buffer
+// (memory: that many parts a writer), while the writer fills the next: a part is a round trip
+// and a transfer, and one at a time the writer waited for each. The parts' ETags are collected
+// in order; the first failure fails the upload, and Abort waits for every part before the
+// DELETE that drops them.
 class S3Upload {
  public:
   S3Upload(S3Client& client, std::string key, std::string uri)
@@ -52,12 +63,15 @@ class S3Upload {
   void Abort();
 
  private:
-  Status Part(std::string_view data);
+  Status Part(std::string data);
+  Status Collect(size_t keep);  // waits until at most `keep` parts are in flight
+  Result<std::string> PutPart(int number, const std::string& data);
   S3Client& client_;
   std::string key_, uri_;
   std::string buf_;
   std::string upload_id_;
-  std::vector<std::string> etags_;
+  std::vector<std::string> etags_;                         // the parts collected, in order
+  std::deque<std::future<Result<std::string>>> inflight_;  // the next parts' ETags
 };
 
 Status S3Upload::Add(std::string_view data) {
@@ -65,29 +79,54 @@ Status S3Upload::Add(std::string_view data) {
     size_t n = std::min(data.size(), kS3PartSize - buf_.size());
     buf_.append(data.substr(0, n));
     data.remove_prefix(n);
-    if (buf_.size() == kS3PartSize) {
-      DS_RETURN_IF_ERROR(Part(buf_));
-      buf_.clear();
-    }
+    if (buf_.size() == kS3PartSize) DS_RETURN_IF_ERROR(Part(std::exchange(buf_, std::string())));
   }
   return Status::Ok();
 }
 
-Status S3Upload::Part(std::string_view data) {
-  if (upload_id_.empty()) {
-    S3Request init{"POST", key_, {{"uploads", ""}}};
-    DS_ASSIGN_OR_RETURN(S3Response r, client_.Perform(init, uri_));
-    if (r.status / 100 != 2) return client_.Fail(r, uri_ + ": start a multipart upload");
-    upload_id_ = XmlText(r.body, "UploadId");
-  }
-  int number = static_cast<int>(etags_.size()) + 1;
+Result<std::string> S3Upload::PutPart(int number, const std::string& data) {
   S3Request put{"PUT", key_, {{"partNumber", std::to_string(number)}, {"uploadId", upload_id_}}};
   put.headers.push_back(ContentMd5(data));
   put.body = data;
   std::string what = fmt::format("{}: part {}", uri_, number);
   DS_ASSIGN_OR_RETURN(S3Response r, client_.Perform(put, what));
   if (r.status / 100 != 2) return client_.Fail(r, what);
-  etags_.push_back(r.headers["etag"]);
+  return r.headers["etag"];
+}
+
+Status S3Upload::Collect(size_t keep) {
+  Status first;
+  while (inflight_.size() > keep) {
+    Result<std::string> etag = inflight_.front().get();
+    inflight_.pop_front();
+    if (etag.ok()) {
+      etags_.push_back(std::move(*etag));
+    } else if (first.ok()) {
+      first = etag.status();
+      keep = 0;  // the upload has failed: wait for the rest, keep the first error
+    }
+  }
+  return first;
+}
+
+Status S3Upload::Part(std::string data) {
+  if (upload_id_.empty()) {
+    S3Request init{"POST", key_, {{"uploads", ""}}};
+    DS_ASSIGN_OR_RETURN(S3Response r, client_.Perform(init, uri_));
+    if (r.status / 100 != 2) return client_.Fail(r, uri_ + ": start a multipart upload");
+    upload_id_ = XmlText(r.body, "UploadId");
+  }
+  DS_RETURN_IF_ERROR(Collect(kS3PartsInFlight - 1));
+  int number = static_cast<int>(etags_.size() + inflight_.size()) + 1;
+  auto body = std::make_shared<const std::string>(std::move(data));
+  try {
+    inflight_.push_back(
+        std::async(std::launch::async, [this, number, body] { return PutPart(number, *body); }));
+  } catch (const std::system_error&) {  // no thread to be had: this part here and now
+    std::promise<Result<std::string>> now;
+    now.set_value(PutPart(number, *body));
+    inflight_.push_back(now.get_future());
+  }
   return Status::Ok();
 }
 
@@ -101,8 +140,8 @@ Status S3Upload::Finish() {
     buf_.clear();
     return Status::Ok();
   }
-  if (!buf_.empty()) DS_RETURN_IF_ERROR(Part(buf_));
-  buf_.clear();
+  if (!buf_.empty()) DS_RETURN_IF_ERROR(Part(std::exchange(buf_, std::string())));
+  DS_RETURN_IF_ERROR(Collect(0));
   std::string xml = "<CompleteMultipartUpload>";
   for (size_t i = 0; i < etags_.size(); ++i) {
     xml += fmt::format("<Part><PartNumber>{}</PartNumber><ETag>{}</ETag></Part>", i + 1, etags_[i]);
@@ -119,6 +158,7 @@ Status S3Upload::Finish() {
 }
 
 void S3Upload::Abort() {
+  (void)Collect(0);
   if (upload_id_.empty()) return;
   S3Request abort{"DELETE", key_, {{"uploadId", upload_id_}}};
   (void)client_.Perform(abort, uri_ + ": abort the upload");
