@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds dspack and runs the test suite (unit + end-to-end) through ctest.
 #   ./test.sh              RelWithDebInfo build in build/: every test, the slow ones included
-#   ./test.sh --sanitize   ASan + UBSan build in build-asan/: all but the slow tests
+#   ./test.sh --sanitize   ASan + UBSan build in build-asan/: all but the slow tests and the
+#                          report checker's self-test (ctest labels slow, checker)
 #   ./test.sh --tsan       ThreadSanitizer build in build-tsan/: the unit tests and the
 #                          end-to-end tests of the project's own threads (ctest label threaded)
 # Warnings are errors in the project's own code (DSPACK_WERROR=OFF in the environment: not).
@@ -61,7 +62,9 @@ case "${1:-}" in
     export DSPACK_E2E_S3_SAMPLES=${DSPACK_E2E_S3_SAMPLES:-300}
     export ASAN_OPTIONS=${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}
     export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-    select=(-LE slow)  # the 4 GiB and 70,000-member cases run once, in the plain pass
+    # The 4 GiB and 70,000-member cases (slow) and check_report.py's self-test (checker: Python
+    # and chromium) run once, in the plain pass.
+    select=(-LE 'slow|checker')
     ;;
   --tsan)
     dir=build-tsan
