@@ -52,7 +52,8 @@ namespace {
 // (memory: that many parts a writer), while the writer fills the next: a part is a round trip
 // and a transfer, and one at a time the writer waited for each. The parts' ETags are collected
 // in order; the first failure fails the upload, and Abort waits for every part before the
-// DELETE that drops them.
+// DELETE that drops them. A failed upload stays failed: every later Add and Finish returns its
+// first error (a part lost would otherwise shift the part numbers of those after it).
 class S3Upload {
  public:
   S3Upload(S3Client& client, std::string key, std::string uri)
@@ -63,6 +64,7 @@ class S3Upload {
   void Abort();
 
  private:
+  Status Complete();
   Status Part(std::string data);
   Status Collect(size_t keep);  // waits until at most `keep` parts are in flight
   Result<std::string> PutPart(int number, const std::string& data);
@@ -72,14 +74,20 @@ class S3Upload {
   std::string upload_id_;
   std::vector<std::string> etags_;                         // the parts collected, in order
   std::deque<std::future<Result<std::string>>> inflight_;  // the next parts' ETags
+  Status failed_;                                          // the upload's first error
 };
 
 Status S3Upload::Add(std::string_view data) {
+  if (!failed_.ok()) return failed_;
   while (!data.empty()) {
     size_t n = std::min(data.size(), kS3PartSize - buf_.size());
     buf_.append(data.substr(0, n));
     data.remove_prefix(n);
-    if (buf_.size() == kS3PartSize) DS_RETURN_IF_ERROR(Part(std::exchange(buf_, std::string())));
+    if (buf_.size() == kS3PartSize) {
+      Status st = Part(std::exchange(buf_, std::string()));
+      if (!st.ok()) return failed_ = st;
+      buf_.reserve(kS3PartSize);
+    }
   }
   return Status::Ok();
 }
@@ -97,7 +105,12 @@ Result<std::string> S3Upload::PutPart(int number, const std::string& data) {
 Status S3Upload::Collect(size_t keep) {
   Status first;
   while (inflight_.size() > keep) {
-    Result<std::string> etag = inflight_.front().get();
+    Result<std::string> etag = Status(Code::kInternal, uri_ + ": a part's upload threw");
+    try {
+      etag = inflight_.front().get();
+    } catch (const std::exception& e) {  // std::bad_alloc: failed, never thrown out of ~S3Upload
+      etag = Status(Code::kIOError, fmt::format("{}: a part's upload: {}", uri_, e.what()));
+    }
     inflight_.pop_front();
     if (etag.ok()) {
       etags_.push_back(std::move(*etag));
@@ -131,6 +144,13 @@ Status S3Upload::Part(std::string data) {
 }
 
 Status S3Upload::Finish() {
+  if (!failed_.ok()) return failed_;
+  Status st = Complete();
+  if (!st.ok()) failed_ = st;
+  return st;
+}
+
+Status S3Upload::Complete() {
   if (upload_id_.empty()) {
     S3Request put{"PUT", key_};
     put.headers.push_back(ContentMd5(buf_));

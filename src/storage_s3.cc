@@ -223,7 +223,10 @@ class S3Storage final : public Storage {
   // answers 412 to the first GET (If-Match), as a change since OpenRead does.
   Result<std::unique_ptr<RandomAccessFile>> OpenListed(const std::string& path,
                                                        const FileInfo& listed) override {
-    if (listed.type != FileType::kRegular || listed.version.empty()) return OpenRead(path);
+    // An empty object is never read: only a HEAD can tell it is still there.
+    if (listed.type != FileType::kRegular || listed.version.empty() || listed.size == 0) {
+      return OpenRead(path);
+    }
     return std::unique_ptr<RandomAccessFile>(
         new S3File(client_, Key(path), Uri(path), listed.size, listed.version));
   }

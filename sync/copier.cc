@@ -215,9 +215,19 @@ class Engine {
   }
 
   // Reads the rest of a piece from the source (a short read from the engine, or the whole piece
-  // where the source has no local fd). EOF first means the file shrank during the copy.
+  // where the source has no local fd). EOF first means the file shrank during the copy; ESTALE,
+  // that a read pinned to the version listed or opened found a newer one (Storage::OpenListed:
+  // Finish copies it again); a file gone since its open (s3://: no HEAD before the first GET)
+  // vanished, as at the open.
   Status ReadRest(FileState* s, char* buf, size_t n, uint64_t at) {
     Status st = s->src->ReadAt(at, buf, n, s->f->rel);
+    if (st.err() == ESTALE) {
+      return Status(Code::kBadInput,
+                    s->f->rel + ": changed during copy (not the version listed or opened)", ESTALE);
+    }
+    if (st.code() == Code::kNotFound) {
+      return Status(Code::kBadInput, s->f->rel + ": vanished during the copy (not staged)");
+    }
     if (st.code() == Code::kCorruption) {
       return Status(Code::kBadInput, s->f->rel + ": changed during copy (it shrank)");
     }

@@ -83,7 +83,7 @@ class Reader {
   std::string Verdict() {
     const std::string changed =
         "C" + f_.src_path + ": changed during copy (size or mtime differs from the plan)";
-    if (changed_) return changed;
+    if (changed_ || (file_ && file_->size() != f_.size)) return changed;
     if (!error_.empty()) return "E" + error_;
     if (!storage_->caps().pinned_reads) {
       auto st = storage_->Stat(f_.src_path, /*follow=*/true);

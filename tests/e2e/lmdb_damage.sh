@@ -6,8 +6,9 @@
 # answers 0 samples; and a seeded corpus of 500 single-byte mutants anywhere in data.mdb through
 # verify, ls and extract, none ending by a signal. With DSPACK_LMDB_MUTANT_STRIDE=N (test.sh's
 # ASan pass sets it) the corpus and the 128-offset scan take every Nth: under ASan each command
-# is a 0.2 s process, and the scan alone took 62 s of that pass. tests/formats/lmdb_damage_test.cc runs a 500-mutant corpus
-# in process; tests/python/test_read.py the same through the Python reader.
+# is a 0.2 s process, and the scan alone took 62 s of that pass.
+# tests/formats/lmdb_damage_test.cc runs a 500-mutant corpus in process; tests/python/test_read.py
+# the same through the Python reader.
 source "$(dirname "$0")/lib.sh"
 "$DSPACK" synth tiny-files d --samples 6 --seed 1 -q
 "$DSPACK" convert d good --format lmdb -q
@@ -79,6 +80,7 @@ pass "__meta__ with a layout or label_field of the wrong JSON type: exit 1 namin
 
 signals=0 scanned=0
 stride=${DSPACK_LMDB_MUTANT_STRIDE:-1}
+[ "$stride" -ge 1 ] || fail "DSPACK_LMDB_MUTANT_STRIDE=$stride: want a whole number of at least 1"
 for off in $(seq 8192 $((64 * stride)) 16383); do
   mutate "$off" =ff
   scanned=$((scanned + 1))
