@@ -11,7 +11,9 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Containers restrict ptrace, which Open MPI's CMA single-copy transport needs.
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 command -v mpirun >/dev/null || fail "needs mpirun (openmpi-bin, scripts/deps.sh)"
-run() { timeout 120 mpirun --oversubscribe -n "$@"; }
+# -k: an mpirun that a TERM does not end is killed (tests/e2e/mpi_convert.sh: Open MPI 4.1's
+# mpirun was seen deadlocked in its own teardown, ignoring TERM).
+run() { timeout -k 10 120 mpirun --oversubscribe -n "$@"; }
 
 # check_json FILE N SIZE: N ranks in client_stats, and the aggregate is their sum.
 check_json() {

@@ -169,7 +169,7 @@ grep -q "^FAIL: .* ops/s (bar " "$WORK/last.out" || fail "no FAIL line for --min
 grep -q "^PASS: TTFB p99 " "$WORK/last.out" || fail "no PASS line for --max-ttfb-p99"
 if [ "${DSPACK_MPI:-1}" = 1 ] && command -v mpirun >/dev/null; then  # (sanitizer builds: no MPI)
   expect_exit 0 env OMPI_MCA_btl_vader_single_copy_mechanism=none \
-    timeout 120 mpirun --allow-run-as-root --oversubscribe -n 2 \
+    timeout -k 10 120 mpirun --allow-run-as-root --oversubscribe -n 2 \
     -x AWS_ENDPOINT_URL -x AWS_ACCESS_KEY_ID -x AWS_SECRET_ACCESS_KEY -x AWS_REGION \
     "$DSBENCH" s3 "$U/bench" --obj-size 16KiB --objects 32 --ops 200 --concurrency 4 --json
   "$PY" - "$WORK/last.out" <<'EOF'
