@@ -105,12 +105,14 @@ Result<std::string> S3Upload::PutPart(int number, const std::string& data) {
 Status S3Upload::Collect(size_t keep) {
   Status first;
   while (inflight_.size() > keep) {
-    Result<std::string> etag = Status(Code::kInternal, uri_ + ": a part's upload threw");
-    try {
-      etag = inflight_.front().get();
-    } catch (const std::exception& e) {  // std::bad_alloc: failed, never thrown out of ~S3Upload
-      etag = Status(Code::kIOError, fmt::format("{}: a part's upload: {}", uri_, e.what()));
-    }
+    auto next = [&]() -> Result<std::string> {
+      try {
+        return inflight_.front().get();
+      } catch (const std::exception& e) {  // std::bad_alloc: failed, not thrown out of ~S3Upload
+        return Status(Code::kIOError, fmt::format("{}: a part's upload: {}", uri_, e.what()));
+      }
+    };
+    Result<std::string> etag = next();
     inflight_.pop_front();
     if (etag.ok()) {
       etags_.push_back(std::move(*etag));

@@ -82,7 +82,8 @@ class Reader {
   // reads are not pinned (StorageCaps::pinned_reads), a stat after the copy differs.
   std::string Verdict() {
     const std::string changed =
-        "C" + f_.src_path + ": changed during copy (size or mtime differs from the plan)";
+        "C" + f_.src_path +
+        ": changed during copy (not the size, mtime or version the plan listed)";
     if (changed_ || (file_ && file_->size() != f_.size)) return changed;
     if (!error_.empty()) return "E" + error_;
     if (!storage_->caps().pinned_reads) {
