@@ -8,6 +8,7 @@
 #include "bench/io_cli.h"
 #include "bench/s3_cli.h"
 #include "bench/training_cli.h"
+#include "bench/watch_cli.h"
 #include "src/cli_args.h"
 #include "src/stop.h"
 
@@ -24,6 +25,7 @@ static int Run(int argc, char** argv) try {
   ds::bench::FioCommands fio(app);            // io, storage, meta
   ds::bench::TrainingCommands training(app);  // replay, compare, slowfs
   ds::bench::S3Commands s3(app);              // s3
+  ds::bench::WatchCommands watch(app);        // watch, probe
 
   ds::bench::SetDsbenchFlags(&app);
   ds::AddNfsFlags(app);
@@ -37,6 +39,7 @@ static int Run(int argc, char** argv) try {
     command += (i ? " " : "") + a;
   }
   if (int rc = training.Run(command); rc >= 0) return rc;
+  if (int rc = watch.Run(); rc >= 0) return rc;
 
   if (int rc = fio.Run(&argc, &argv); rc >= 0) return rc;
   if (int rc = s3.Run(&argc, &argv); rc >= 0) return rc;

@@ -45,6 +45,7 @@ void RpcOpStats::Merge(const RpcOpStats& o) {
   execute_ms_sum += o.execute_ms_sum;
   bytes_sent += o.bytes_sent;
   bytes_received += o.bytes_received;
+  retransmits += o.retransmits;
 }
 
 double RpcOpStats::mean_ms() const {
@@ -125,6 +126,7 @@ RpcBill RpcBillDelta(const RpcBill& after, const RpcBill& before) {
       s.execute_ms_sum = std::max(0.0, s.execute_ms_sum - b.execute_ms_sum);
       s.bytes_sent -= std::min(s.bytes_sent, b.bytes_sent);
       s.bytes_received -= std::min(s.bytes_received, b.bytes_received);
+      s.retransmits -= std::min(s.retransmits, b.retransmits);
     }
     if (s.count || s.failed) d.ops[name] = std::move(s);
   }
@@ -189,6 +191,7 @@ std::map<std::string, RpcBill> ParseMountstats(const std::string& text) {
     s.bytes_received = recv;
     s.rtt_ms_sum = rtt_ms;
     s.execute_ms_sum = exe_ms;
+    s.retransmits = trans > ops ? trans - ops : 0;
   }
   return mounts;
 }

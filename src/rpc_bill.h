@@ -33,6 +33,7 @@ struct RpcOpStats {
   // The kernel's cumulative times in ms over `count` ops (mountstats; 0 for libnfs).
   double rtt_ms_sum = 0, execute_ms_sum = 0;
   uint64_t bytes_sent = 0, bytes_received = 0;  // kernel only
+  uint64_t retransmits = 0;  // kernel only: transmissions beyond the first, summed over ops
 
   void Merge(const RpcOpStats& other);
   // Mean call-to-reply latency in ms: the histogram's where it has one, else the kernel's

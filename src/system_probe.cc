@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "src/human.h"
+#include "src/proc_stats.h"
 
 namespace ds {
 
@@ -187,27 +188,14 @@ void ProbeLocalPath(const std::string& path, SystemProbe* out) {
 }
 
 void ProbeMemory(SystemProbe* out) {
-  SystemProbe& p = *out;
-  std::istringstream mi(ReadSmall("/proc/meminfo"));
-  std::string key;
-  uint64_t kb;
-  std::string unit;
-  while (mi >> key >> kb) {
-    std::getline(mi, unit);
-    uint64_t bytes = kb * 1024;
-    if (key == "MemTotal:")
-      p.mem_total = bytes;
-    else if (key == "MemAvailable:")
-      p.mem_available = bytes;
-    else if (key == "SwapTotal:")
-      p.swap_total = bytes;
-    else if (key == "SwapFree:")
-      p.swap_free = bytes;
-    else if (key == "Dirty:")
-      p.dirty = bytes;
-    else if (key == "Writeback:")
-      p.writeback = bytes;
-  }
+  SystemCounters c;
+  ParseMeminfo(ReadSmall("/proc/meminfo"), &c);
+  out->mem_total = c.mem_total;
+  out->mem_available = c.mem_available;
+  out->swap_total = c.swap_total;
+  out->swap_free = c.swap_free;
+  out->dirty = c.dirty;
+  out->writeback = c.writeback;
 }
 
 nlohmann::json SystemProbe::ToJson() const {

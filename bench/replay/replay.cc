@@ -15,6 +15,7 @@
 #include "bench/replay/replay_source.h"
 #include "bench/replay/torch_loader.h"
 #include "formats/shard_assignment.h"
+#include "src/epoch_marker.h"
 #include "src/human.h"
 #include "src/ordered_workers.h"
 #include "src/page_cache.h"
@@ -95,6 +96,16 @@ void DescribeDataset(const ReplaySource& src, double compute_time, ReplayResult*
                                                      static_cast<double>(src.size())
                                                : 0;
   res->compute_time = compute_time;
+}
+
+// `dsbench watch`'s epoch marker (src/epoch_marker.h): the epoch's samples, bytes and the
+// simulated accelerator's summed data wait.
+void MarkEpochEnd(const EpochResult& ep) {
+  MarkEpoch({.start = false,
+             .epoch = ep.epoch,
+             .samples = ep.samples,
+             .bytes = ep.bytes,
+             .data_wait_s = ep.wait_lat.mean() * static_cast<double>(ep.wait_lat.count()) / 1e9});
 }
 
 // Closed, evicted, reopened: as a DataLoader without persistent workers reopens its dataset
@@ -387,7 +398,9 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
     if (torch) {
       DS_ASSIGN_OR_RETURN(double residency, src->Residency());
       DiskSampler disk(o.disk_device);
+      MarkEpochStart(e);
       DS_ASSIGN_OR_RETURN(EpochResult ep, torch->RunEpoch(e, res->files_per_sample));
+      MarkEpochEnd(ep);
       ep.disk = disk.Stop();
       ep.residency_before = residency;
       res->epochs.push_back(std::move(ep));
@@ -400,7 +413,9 @@ Status RunReplay(const ReplayOptions& in, ReplayResult* res,
     std::vector<uint64_t> order = RankEpochOrder(o, src->size(), n, e, shards);
     DiskSampler disk(o.disk_device);  // after the eviction: its IO is not the epoch's
     rpc.Start();
+    MarkEpochStart(e);
     DS_ASSIGN_OR_RETURN(EpochResult ep, Epoch(o, *src, std::move(order), e, res).Run());
+    MarkEpochEnd(ep);
     ep.disk = disk.Stop();
     ep.ops = src->ops();
     ep.rpc = rpc.Stop();

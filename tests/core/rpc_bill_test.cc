@@ -28,6 +28,9 @@ TEST_CASE("mountstats: the NFS mounts and their per-op counters", "[core]") {
   REQUIRE(mounts.count("/mnt/idle"));
   const RpcBill& v3 = mounts["/mnt/datasets"];
   CHECK(v3.source == "kernel");
+  // READ: 2048 ops in 2049 transmissions (one retransmit); the others none.
+  CHECK(v3.ops.at("READ").retransmits == 1);
+  CHECK(v3.ops.at("GETATTR").retransmits == 0);
   CHECK(v3.protocol == "NFSv3");
   // Ops with a zero count are left out; NULL (the mount's ping) is one RPC like any other.
   CHECK(v3.ops.size() == 9);

@@ -16,7 +16,7 @@ LIBRARY_DIRS = ["src", "formats", "pack", "sync", "bench"]
 MAINS = {"pack/dspack_main.cc", "sync/dssync_main.cc", "sync/sync_cli.cc", "src/cli_args.h", "src/cli_args.cc",
          # dsbench's CLI: its main and the files that parse its flags and print its reports
          "bench/dsbench_main.cc", "bench/training_cli.cc", "bench/mpi_cli.cc", "bench/io_cli.cc",
-         "bench/io_cli.h", "bench/fio_cli.cc", "bench/s3_cli.cc", "pack/convert_cli.cc", "pack/inspect_cli.cc",
+         "bench/io_cli.h", "bench/fio_cli.cc", "bench/s3_cli.cc", "bench/watch_cli.cc", "pack/convert_cli.cc", "pack/inspect_cli.cc",
          # fio's command-line parser: it parses flags, so its messages and help name them
          "bench/io/fio_options.cc", "bench/io/fio_option_table.cc", "bench/io/fio_tokenizer.cc"}
 # Programs of their own: the slow file system (its daemon, and mount.cc, which spawns the daemon
@@ -27,6 +27,9 @@ ALLOWED = {
     # dssync's report says where rank/world came from: a value of its JSON report (docs/dssync.md),
     # not a message; the other sources are environment variable names.
     ("sync/plan.cc", '"--rank/--world"'),
+    # dsbench watch's baseline runs nvidia-smi with its own flags (a command line, not a message).
+    ("bench/watch/watch.cc", '"nvidia-smi --query-gpu=index,utilization.gpu,memory.used,memory.total "'),
+    ("bench/watch/watch.cc", '"--format=csv,noheader,nounits 2>/dev/null"'),
 }
 LITERAL = re.compile(r'"(?:\\.|[^"\\\n])*"')
 FLAG = re.compile(r'(?:^|[\s(\'`,])--[a-z][a-z0-9-]*')

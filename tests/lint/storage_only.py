@@ -43,6 +43,8 @@ ALLOWED = {
     "bench/storage/storage.cc": "dsbench storage's raw device checks, as fio's",
     "bench/meta/meta_fs.cc": ("dsbench meta times the file system's own calls on a local PATH, as "
                               "mdtest's POSIX backend does (a URL goes through Storage)"),
+    "bench/watch/watch.cc": ("dsbench watch observes a job, not a dataset: /proc, the page cache of "
+                             "the files the job has open (mincore), its own log and epoch file"),
     "bench/mpi_cli.cc": "dsbench io's and meta's test paths under mpirun (local, as the engines')",
 }
 

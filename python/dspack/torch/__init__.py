@@ -10,6 +10,8 @@
     ThreadLoader(dataset, batch_size, threads, prefetch)
                                            in-process batches read with the GIL released
     decode_image(field="jpg")              a transform: the field's bytes to a CHW uint8 tensor
+    epoch_marker(loader, epoch)            marks an epoch for `dsbench watch` (docs/watch.md);
+                                           ThreadLoader marks its own
 
 No MPI here: the package never links libmpi (forking DataLoader workers under Open MPI is a known
 hazard); ranks come from torch.distributed or RANK/WORLD_SIZE.
@@ -20,6 +22,7 @@ from ._loader import ThreadLoader
 from ._map import MapDataset, packed_collate
 from ._stream import StreamDataset
 from ._transforms import decode_image
+from ._watch import epoch_marker
 
 __all__ = ["MapDataset", "packed_collate", "StreamDataset", "BalancedDistributedSampler",
-           "ThreadLoader", "decode_image", "balanced_assignment", "rank_and_world"]
+           "ThreadLoader", "decode_image", "epoch_marker", "balanced_assignment", "rank_and_world"]

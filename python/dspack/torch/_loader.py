@@ -10,6 +10,7 @@ import torch.utils.data
 import dspack
 
 from ._map import MapDataset
+from ._watch import epoch_marker
 
 
 def _collate(batch, label_field):
@@ -53,9 +54,11 @@ class ThreadLoader:
         self.shuffle, self.sampler, self.drop_last, self.seed = shuffle, sampler, drop_last, seed
         self.transform, self.collate_fn, self.inflight = transform, collate_fn, inflight
         self.epoch = 0
+        self._epoch_set, self._passes = False, 0
 
     def set_epoch(self, epoch):
         self.epoch = epoch
+        self._epoch_set = True
         if hasattr(self.sampler, "set_epoch"):
             self.sampler.set_epoch(epoch)
 
@@ -87,6 +90,13 @@ class ThreadLoader:
         return collate(samples)
 
     def __iter__(self):
+        # Marked for `dsbench watch` (a no-op without it): its data wait is the time this
+        # generator's consumer waits on .result().
+        epoch = self.epoch if self._epoch_set else self._passes
+        self._passes += 1
+        return iter(epoch_marker(self._iter(), epoch))
+
+    def _iter(self):
         batches = self._batches()
         window = self.threads * self.prefetch
         with concurrent.futures.ThreadPoolExecutor(self.threads, "dspack-loader") as pool:
