@@ -74,7 +74,14 @@ class Watcher {
   void Tick(bool final_tick);
   void Devices(const std::vector<std::string>& files);
   double Residency(const std::vector<std::string>& files);
-  void ReadEpochs(double residency, uint64_t read_bytes, uint64_t memory);
+  struct Snap {  // the job's state at an epoch marker
+    double residency = -1;
+    uint64_t read_bytes = 0, memory = 0, available = 0;
+  };
+  Snap TakeSnap();
+  // Reads the epoch-marker lines written since the last call; at a new one, the job's state
+  // (`have`, or a fresh TakeSnap()) goes into its epoch.
+  void PollEpochs(const Snap* have);
   bool WaitUntil(Clock::time_point next);  // false: the job has ended or a stop came
   void Reap();
   bool JobAlive();
@@ -87,6 +94,7 @@ class Watcher {
   OwnedFd log_;
   std::string epochs_path_;
   bool epochs_temp_ = false;
+  OwnedFd epochs_fd_;
   uint64_t epochs_offset_ = 0;
   std::string epochs_partial_;
   pid_t child_ = 0;
@@ -226,15 +234,37 @@ double Watcher::Residency(const std::vector<std::string>& files) {
   return pages ? static_cast<double>(resident) / pages : -1;
 }
 
-void Watcher::ReadEpochs(double residency, uint64_t read_bytes, uint64_t memory) {
+Watcher::Snap Watcher::TakeSnap() {
+  Snap snap;
+  std::set<std::string> files;
+  std::set<pid_t> alive;
+  for (pid_t pid : Tree()) {
+    auto p = ReadProcSample(pid);
+    if (!p.ok() || p->state == 'Z') continue;
+    alive.insert(pid);
+    snap.memory += p->pss ? p->pss : p->rss;
+    if (p->io_ok) snap.read_bytes += p->read_bytes;
+    for (std::string& f : OpenFiles(pid)) files.insert(std::move(f));
+  }
+  for (const auto& [pid, ps] : r_.processes) {
+    if (!alive.count(pid)) snap.read_bytes += ps.read_bytes;  // exited: its last count
+  }
+  snap.residency = Residency({files.begin(), files.end()});
+  snap.available = ReadSystemCounters().mem_available;
+  return snap;
+}
+
+void Watcher::PollEpochs(const Snap* have) {
   if (epochs_path_.empty()) return;
-  int fd = ::open(epochs_path_.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return;
-  OwnedFd h(fd);
+  if (!epochs_fd_.valid()) {
+    int fd = ::open(epochs_path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return;
+    epochs_fd_ = OwnedFd(fd);
+  }
   char buf[65536];
   ssize_t n;
   std::vector<std::string> lines;
-  while ((n = ::pread(fd, buf, sizeof buf, static_cast<off_t>(epochs_offset_))) > 0) {
+  while ((n = ::pread(epochs_fd_.get(), buf, sizeof buf, static_cast<off_t>(epochs_offset_))) > 0) {
     epochs_offset_ += static_cast<uint64_t>(n);
     epochs_partial_.append(buf, static_cast<size_t>(n));
     size_t eol;
@@ -243,6 +273,9 @@ void Watcher::ReadEpochs(double residency, uint64_t read_bytes, uint64_t memory)
       epochs_partial_.erase(0, eol + 1);
     }
   }
+  if (lines.empty()) return;
+  // The job's state at the marker, to the poll's precision (20 ms between samples).
+  Snap snap = have ? *have : TakeSnap();
   for (const std::string& line : lines) {
     size_t before = r_.epochs.size();
     std::vector<int> open_before;
@@ -250,22 +283,22 @@ void Watcher::ReadEpochs(double residency, uint64_t read_bytes, uint64_t memory)
     AddEpochLine(line, unix0_, &r_.epochs);
     for (size_t i = 0; i < r_.epochs.size(); i++) {
       EpochStats& e = r_.epochs[i];
-      if (i >= before) {  // a new epoch: the state at its start, to this sample's precision
-        e.residency_at_start = residency;
-        e.read_bytes = read_bytes;  // the counter at the start; made a delta at the end
+      if (i >= before) {  // a new epoch: the state at its start
+        e.residency_at_start = snap.residency;
+        e.read_bytes = snap.read_bytes;  // the counter at the start; made a delta at the end
       }
       bool ended_now = e.end >= 0 && (i >= before || !open_before[i]);
       if (ended_now) {
-        e.read_bytes = read_bytes - std::min(read_bytes, e.read_bytes);
-        e.rss_end = memory;
-        e.available_end = r_.last.mem_available;
+        e.read_bytes = snap.read_bytes - std::min(snap.read_bytes, e.read_bytes);
+        e.rss_end = snap.memory;
+        e.available_end = snap.available;
       }
     }
-    if (!line.empty())
-      LogLine(
-          nlohmann::json::parse(line, nullptr, false).is_discarded()
-              ? nlohmann::json{{"type", "epoch_marker_bad"}, {"line", line}}
-              : nlohmann::json{{"type", "epoch_marker"}, {"marker", nlohmann::json::parse(line)}});
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!line.empty()) {
+      LogLine(j.is_discarded() ? nlohmann::json{{"type", "epoch_marker_bad"}, {"line", line}}
+                               : nlohmann::json{{"type", "epoch_marker"}, {"marker", j}});
+    }
   }
 }
 
@@ -332,7 +365,8 @@ void Watcher::Tick(bool final_tick) {
                       {"aqu_sz", u.msec > 0 ? u.in_queue / u.msec : 0}};
     }
   }
-  ReadEpochs(residency, read_bytes, memory);
+  Snap snap{residency, read_bytes, memory, r_.last.mem_available};
+  PollEpochs(&snap);
   r_.samples++;
   nlohmann::json line = {{"type", "sample"},
                          {"t", t},
@@ -378,6 +412,7 @@ bool Watcher::WaitUntil(Clock::time_point next) {
   while (true) {
     Reap();
     if (!JobAlive() || StopRequested()) return false;
+    PollEpochs(nullptr);
     auto now = Clock::now();
     if (now >= next) return true;
     std::this_thread::sleep_for(

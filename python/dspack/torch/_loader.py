@@ -94,10 +94,11 @@ class ThreadLoader:
         # generator's consumer waits on .result().
         epoch = self.epoch if self._epoch_set else self._passes
         self._passes += 1
-        return iter(epoch_marker(self._iter(), epoch))
-
-    def _iter(self):
         batches = self._batches()
+        sizes = iter([len(b) for b in batches])
+        return iter(epoch_marker(self._iter(batches), epoch, count=lambda _: next(sizes)))
+
+    def _iter(self, batches):
         window = self.threads * self.prefetch
         with concurrent.futures.ThreadPoolExecutor(self.threads, "dspack-loader") as pool:
             pending = collections.deque()

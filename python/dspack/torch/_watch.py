@@ -38,12 +38,15 @@ def mark(event, epoch, **fields):
 
 
 def _batch_len(batch):
-    """Samples in a collated batch: the first dimension of its first tensor."""
-    while isinstance(batch, (list, tuple, dict)) and len(batch):
-        batch = next(iter(batch.values())) if isinstance(batch, dict) else batch[0]
+    """Samples in a batch: a tensor's first dimension; a dict's first field; a collated (x, y)
+    pair's first tensor; else the length of a list of samples."""
+    if isinstance(batch, dict):
+        return _batch_len(next(iter(batch.values()))) if batch else 0
     shape = getattr(batch, "shape", None)
-    if shape is not None and len(shape):
-        return int(shape[0])
+    if shape is not None:
+        return int(shape[0]) if len(shape) else 1
+    if isinstance(batch, (list, tuple)) and batch and hasattr(batch[0], "shape"):
+        return _batch_len(batch[0])
     try:
         return len(batch)
     except TypeError:
