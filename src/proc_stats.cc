@@ -105,7 +105,7 @@ uint64_t ParseSmapsRollupPss(std::string_view text) {
   return v;
 }
 
-Result<ProcSample> ReadProcSample(pid_t pid, const std::string& proc) {
+Result<ProcSample> ReadProcSample(pid_t pid, bool with_pss, const std::string& proc) {
   std::string dir = fmt::format("{}/{}", proc, pid);
   auto stat = ReadProcText(dir + "/stat");
   if (!stat.ok()) {
@@ -114,7 +114,7 @@ Result<ProcSample> ReadProcSample(pid_t pid, const std::string& proc) {
   ProcSample s;
   DS_RETURN_IF_ERROR(ParseProcStat(*stat, &s));
   ParseProcStatus(ReadText(dir + "/status"), &s);
-  s.pss = ParseSmapsRollupPss(ReadText(dir + "/smaps_rollup"));
+  if (with_pss) s.pss = ParseSmapsRollupPss(ReadText(dir + "/smaps_rollup"));
   ParseProcIo(ReadText(dir + "/io"), &s);
   return s;
 }
@@ -229,11 +229,16 @@ SystemCounters ReadSystemCounters(const std::string& proc) {
 }
 
 nlohmann::json ProcSample::ToJson() const {
-  nlohmann::json j = {{"pid", pid},         {"ppid", ppid},
-                      {"comm", comm},       {"state", std::string(1, state)},
-                      {"rss", rss},         {"pss", pss},
-                      {"vm_peak", vm_peak}, {"vm_hwm", vm_hwm},
-                      {"majflt", majflt},   {"cpu_seconds", cpu_seconds}};
+  nlohmann::json j = {{"pid", pid},
+                      {"ppid", ppid},
+                      {"comm", comm},
+                      {"state", std::string(1, state)},
+                      {"rss", rss},
+                      {"vm_peak", vm_peak},
+                      {"vm_hwm", vm_hwm},
+                      {"majflt", majflt},
+                      {"cpu_seconds", cpu_seconds}};
+  if (pss) j["pss"] = pss;  // read only when asked (smaps_rollup)
   if (io_ok) {
     j["read_bytes"] = read_bytes;
     j["write_bytes"] = write_bytes;

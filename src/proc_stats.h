@@ -6,7 +6,9 @@
 //                           ')')
 //   /proc/PID/status        VmRSS, VmPeak, VmHWM (kB)
 //   /proc/PID/smaps_rollup  Pss (kB): a forked DataLoader worker's shared pages counted once
-//                           across the job, not once per worker
+//                           across the job, not once per worker. Costly: the kernel walks the
+//                           process's page tables (5 ms for a process that imported torch, against
+//                           0.04 ms for stat or status), so it is read only when asked
 //   /proc/PID/io            read_bytes, write_bytes (what reached the storage layer); readable
 //                           only by the process's owner or root: `io_ok` says whether it was read
 //   /proc/pressure/{cpu,io,memory}  PSI (kernel Documentation/accounting/psi.rst): "some" and
@@ -52,8 +54,10 @@ void ParseProcStatus(std::string_view text, ProcSample* out);  // missing keys s
 void ParseProcIo(std::string_view text, ProcSample* out);      // sets io_ok when both found
 uint64_t ParseSmapsRollupPss(std::string_view text);           // bytes; 0 when absent
 
-// All of the above for one process. kNotFound: no such process (or it has exited).
-Result<ProcSample> ReadProcSample(pid_t pid, const std::string& proc = "/proc");
+// All of the above for one process (smaps_rollup only `with_pss`; pss stays 0 without).
+// kNotFound: no such process (or it has exited).
+Result<ProcSample> ReadProcSample(pid_t pid, bool with_pss = false,
+                                  const std::string& proc = "/proc");
 
 // `root` and every process below it (by ppid), root first; empty if root does not exist.
 std::vector<pid_t> ProcessTree(pid_t root, const std::string& proc = "/proc");

@@ -2,10 +2,10 @@
 //
 // Watches a job (a command it starts, or a running PID) and every process below it: DataLoader
 // workers and the node's MPI ranks included. It records a baseline at the start, a sample every
-// interval (per process: RSS, PSS, VmPeak, majflt, /proc/PID/io, CPU time, state; the system's
-// memory, swap and PSI; the block devices under the job's open files; the page-cache residency
-// of those files), epochs marked by the job (src/epoch_marker.h), and at the end verdicts in
-// the write-up's order (memory, IO, data wait, network), each with its numbers.
+// interval (per process: RSS, PSS every 10th, VmPeak, majflt, /proc/PID/io, CPU time, state; the
+// system's memory, swap and PSI; the block devices under the job's open files; the page-cache
+// residency of those files), epochs marked by the job (src/epoch_marker.h), and at the end verdicts
+// in the write-up's order (memory, IO, data wait, network), each with its numbers.
 //
 // Processes: a started command runs in watch's own process group (a terminal's Ctrl-C reaches
 // both); watch is its child subreaper (PR_SET_CHILD_SUBREAPER), so that a worker orphaned by its
@@ -97,7 +97,8 @@ struct WatchResult {
   std::optional<int> exit_status;  // the command's (128+N for a signal); unset for --pid
   bool stopped = false;            // ended by SIGINT/SIGTERM
   int max_processes = 0;
-  Series job_memory;  // sum of PSS (RSS where PSS is unreadable)
+  Series job_memory;          // the sum of the processes' RSS (shared pages counted in each)
+  uint64_t job_pss_last = 0;  // the sum of PSS at the last sample that read it (docs/watch.md)
   std::map<pid_t, ProcSeries> processes;
   std::map<std::string, DeviceActivity> devices;
   std::vector<std::string> mounts;  // "MOUNT (fstype)" of the files the job had open

@@ -58,9 +58,10 @@ void JudgeMemory(const WatchOptions& o, WatchResult* r) {
         job.fit.slope > 0 ? FormatDuration(avail / job.fit.slope) : std::string("never");
     r->verdicts.push_back(
         {"memory.leak",
-         fmt::format("memory: the job's memory (PSS) grows {}; the {} available runs out in {} "
-                     "at this rate",
-                     LeakText(job), FormatBytes(r->last.mem_available), left),
+         fmt::format(
+             "memory: the job's memory (RSS summed) grows {}; the {} available runs out in {} "
+             "at this rate",
+             LeakText(job), FormatBytes(r->last.mem_available), left),
          FitJson(job)});
     r->verdicts.back().evidence["time_to_exhaustion_s"] = avail / job.fit.slope;
   }
@@ -303,6 +304,8 @@ nlohmann::json WatchJson(const WatchResult& r) {
                       {"max_processes", r.max_processes},
                       {"job_memory_last", r.job_memory.last()},
                       {"job_memory_peak", r.job_memory.peak()},
+                      {"job_pss_last", r.job_pss_last},
+                      {"job_pss_last", r.job_pss_last},
                       {"job_cpu_seconds", r.cpu_seconds},
                       {"watch_cpu_seconds", r.watch_cpu_seconds},
                       {"min_available", r.min_available},
@@ -322,8 +325,9 @@ std::string WatchText(const WatchResult& r) {
                               r.exit_status ? fmt::format(", exit {}", *r.exit_status) : "",
                               r.stopped ? ", stopped (SIGINT/SIGTERM)" : "");
   s += fmt::format(
-      "  memory: job {} at the end, {} at its peak; available {} at the lowest, of {}\n",
-      FormatBytes(static_cast<uint64_t>(r.job_memory.last())),
+      "  memory: job RSS {} at the end (PSS {}), {} at its peak; available {} at the lowest, "
+      "of {}\n",
+      FormatBytes(static_cast<uint64_t>(r.job_memory.last())), FormatBytes(r.job_pss_last),
       FormatBytes(static_cast<uint64_t>(r.job_memory.peak())), FormatBytes(r.min_available),
       FormatBytes(r.baseline.mem_total));
   s += fmt::format("  cpu: the job {:.1f} s, watch itself {:.2f} s\n", r.cpu_seconds,

@@ -5,12 +5,12 @@
 # `dsbench watch --interval 1s`, interleaved ROUNDS times. Prints each run's samples/s (the
 # loader's own clock), the medians, the ratio watched/alone, and watch's CPU per sample taken.
 # Goal: the job's samples/s within 1 % of the unwatched run's.
-#   tools/peers/watch_overhead.sh [SAMPLES=4000] [EPOCHS=6] [ROUNDS=3]
+#   tools/peers/watch_overhead.sh [SAMPLES=4000] [EPOCHS=24] [ROUNDS=3]
 # Needs python3-torch and a built build/ (dspack, dsbench, the Python package in build/python).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 N=${1:-4000}
-EPOCHS=${2:-6}
+EPOCHS=${2:-24}
 ROUNDS=${3:-3}
 DSPACK=${DSPACK:-$PWD/build/pack/dspack}
 DSBENCH=${DSBENCH:-$PWD/build/bench/dsbench}
