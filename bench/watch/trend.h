@@ -1,4 +1,4 @@
-// A memory series and the test of whether it leaks (docs/watch.md#memory): a least-squares line
+// A memory series and the test of whether it leaks (docs/watch.md#verdicts): a least-squares line
 // through the samples, with the 95 % confidence interval of its slope (Student's t), not a
 // two-point difference.
 //

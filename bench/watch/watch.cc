@@ -314,7 +314,9 @@ void Watcher::Tick(bool final_tick) {
   std::vector<pid_t> pids = Tree();
   nlohmann::json procs = nlohmann::json::array();
   uint64_t memory = 0, pss = 0;
-  const bool heavy = r_.samples % kHeavyEvery == 0 || final_tick;
+  // The last sample is heavy while the job still runs (a stop, --pid); after a command's exit,
+  // what remains are its last workers on their way out.
+  const bool heavy = r_.samples % kHeavyEvery == 0 || (final_tick && JobAlive());
   std::set<std::string> files;
   std::set<pid_t> alive;
   for (pid_t pid : pids) {
@@ -347,7 +349,7 @@ void Watcher::Tick(bool final_tick) {
   r_.cpu_seconds = cpu;
   r_.max_processes = std::max<int>(r_.max_processes, static_cast<int>(alive.size()));
   if (!alive.empty()) r_.job_memory.Add(t, static_cast<double>(memory));
-  if (heavy && !alive.empty()) r_.job_pss_last = pss;
+  if (heavy && !alive.empty()) r_.job_pss_last = pss, r_.job_pss_t = t;
   std::vector<std::string> open(files.begin(), files.end());
   Devices(open);
   double residency = heavy ? Residency(open) : -1;

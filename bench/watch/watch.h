@@ -99,6 +99,7 @@ struct WatchResult {
   int max_processes = 0;
   Series job_memory;          // the sum of the processes' RSS (shared pages counted in each)
   uint64_t job_pss_last = 0;  // the sum of PSS at the last sample that read it (docs/watch.md)
+  double job_pss_t = 0;       // that sample's time, s since the start
   std::map<pid_t, ProcSeries> processes;
   std::map<std::string, DeviceActivity> devices;
   std::vector<std::string> mounts;  // "MOUNT (fstype)" of the files the job had open

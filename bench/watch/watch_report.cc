@@ -305,7 +305,7 @@ nlohmann::json WatchJson(const WatchResult& r) {
                       {"job_memory_last", r.job_memory.last()},
                       {"job_memory_peak", r.job_memory.peak()},
                       {"job_pss_last", r.job_pss_last},
-                      {"job_pss_last", r.job_pss_last},
+                      {"job_pss_t", r.job_pss_t},
                       {"job_cpu_seconds", r.cpu_seconds},
                       {"watch_cpu_seconds", r.watch_cpu_seconds},
                       {"min_available", r.min_available},
@@ -325,11 +325,11 @@ std::string WatchText(const WatchResult& r) {
                               r.exit_status ? fmt::format(", exit {}", *r.exit_status) : "",
                               r.stopped ? ", stopped (SIGINT/SIGTERM)" : "");
   s += fmt::format(
-      "  memory: job RSS {} at the end (PSS {}), {} at its peak; available {} at the lowest, "
-      "of {}\n",
+      "  memory: job RSS {} at the end (PSS {} at {}), {} at its peak; available {} at the "
+      "lowest, of {}\n",
       FormatBytes(static_cast<uint64_t>(r.job_memory.last())), FormatBytes(r.job_pss_last),
-      FormatBytes(static_cast<uint64_t>(r.job_memory.peak())), FormatBytes(r.min_available),
-      FormatBytes(r.baseline.mem_total));
+      FormatDuration(r.job_pss_t), FormatBytes(static_cast<uint64_t>(r.job_memory.peak())),
+      FormatBytes(r.min_available), FormatBytes(r.baseline.mem_total));
   s += fmt::format("  cpu: the job {:.1f} s, watch itself {:.2f} s\n", r.cpu_seconds,
                    r.watch_cpu_seconds);
   s += "  data: " + Mounts(r) + "\n";
@@ -344,8 +344,11 @@ std::string WatchText(const WatchResult& r) {
           "  {:>5}  {:>7.2f}  {:>9}  {:>9}  {:>8}  {:>4}  {:>15}  {:>9}  {:>9}\n", e.epoch,
           e.duration(), pct(e.wait_share()),
           e.has_samples && e.duration() > 0 ? fmt::format("{:.0f}", e.samples / e.duration()) : "-",
-          FormatBytes(e.has_bytes ? e.bytes : e.read_bytes), pct(e.cold_share()),
-          pct(e.residency_at_start), FormatBytes(e.rss_end), FormatBytes(e.available_end));
+          e.has_bytes    ? FormatBytes(e.bytes)
+          : e.read_bytes ? FormatBytes(e.read_bytes)
+                         : std::string("-"),
+          pct(e.cold_share()), pct(e.residency_at_start), FormatBytes(e.rss_end),
+          FormatBytes(e.available_end));
     }
   }
   if (r.verdicts.empty()) {
