@@ -13,6 +13,7 @@
 #include "src/stop.h"
 #include "src/storage.h"
 #include "src/system_probe.h"
+#include "sync/syncer.h"
 
 namespace ds::bench {
 
@@ -45,6 +46,15 @@ std::string RenderDsbenchFlags(std::string_view text) {
 Status NeedsMpi(std::string_view flag) {
   return Status(Code::kInvalidArgument,
                 std::string(flag) + " is for a run under mpirun or srun (docs/mpi.md)");
+}
+
+Status StageWithDssync(const std::string& url, const std::string& dir) {
+  sync::SyncOptions so;
+  so.src = url;
+  so.dst = dir;
+  DS_ASSIGN_OR_RETURN(sync::SyncReport rep, sync::Sync(so));
+  if (!rep.errors.empty()) return rep.errors.front();
+  return Status::Ok();
 }
 
 int DsbenchFail(const Status& s) { return ds::Fail(kDsbench, s, FlagResolver(DsbenchFlag)); }

@@ -27,6 +27,10 @@ void SetDsbenchFlags(const CLI::App* app);
 std::string RenderDsbenchFlags(std::string_view text);
 // ds::Fail (src/cli_args.h) as "dsbench: ...", with RenderDsbenchFlags.
 int DsbenchFail(const Status& s);
+// Stages a remote dataset (URL) into the local directory `dir` with dssync's library: the
+// stager `compare --stage-dir` and `watch --downgrade --stage-dir` are handed (bench/ does not
+// link sync/; the tool does).
+Status StageWithDssync(const std::string& url, const std::string& dir);
 // A flag that only means something for the ranks of an MPI job, given to a plain run.
 Status NeedsMpi(std::string_view flag);
 

@@ -20,7 +20,6 @@
 #include "src/human.h"
 #include "src/stop.h"
 #include "src/system_probe.h"
-#include "sync/syncer.h"
 
 namespace ds::bench {
 
@@ -182,14 +181,7 @@ int RunStageOrStreamCommand(TrainingCommands::Flags* f) {
   auto workers = ParseWorkerList(f->cj.workers);
   if (!workers.ok()) return DsbenchFail(workers.status());
   o.job.workers = workers->back();
-  o.stage = [](const std::string& url, const std::string& dir) -> Status {
-    sync::SyncOptions so;
-    so.src = url;
-    so.dst = dir;
-    DS_ASSIGN_OR_RETURN(sync::SyncReport rep, sync::Sync(so));
-    if (!rep.errors.empty()) return rep.errors.front();
-    return Status::Ok();
-  };
+  o.stage = StageWithDssync;
   const bool json = f->cj.format == "json";
   StageOrStreamResult r;
   Status s = RunStageOrStream(o, &r, [&](const std::string& line) {

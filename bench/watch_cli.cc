@@ -3,9 +3,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <filesystem>
 
 #include "bench/common/latency_report.h"
 #include "bench/io_cli.h"
+#include "bench/watch/downgrade.h"
 #include "bench/watch/watch.h"
 #include "src/cli_args.h"
 #include "src/fd.h"
@@ -19,6 +21,8 @@ struct WatchCommands::Flags {
   std::string interval = "30s";
   bool json = false;
   std::string probe_path = ".", probe_log, output;
+  DowngradeOptions d;
+  bool warm = false;
 };
 
 WatchCommands::~WatchCommands() = default;
@@ -49,6 +53,37 @@ WatchCommands::WatchCommands(CLI::App& app) : f_(std::make_unique<Flags>()) {
   f.watch->add_option("--output", f.output,
                       "Write the final report to this file (whole, or not at all) instead of "
                       "stderr (text) or stdout (--json)");
+  f.watch
+      ->add_option("--downgrade", f.d.dataset,
+                   "Instead of watching: run the job's loader alone on this dspack dataset "
+                   "(as configured, from memory, with 0 workers, staged) and say where a "
+                   "sample's time goes")
+      ->group("Downgrade experiment");
+  f.watch->add_option("--workers", f.d.workers, "The loader's num_workers")
+      ->capture_default_str()
+      ->group("Downgrade experiment");
+  f.watch->add_option("--batch", f.d.batch, "The loader's batch_size")
+      ->capture_default_str()
+      ->group("Downgrade experiment");
+  f.watch->add_option("--prefetch", f.d.prefetch, "The loader's prefetch_factor")
+      ->capture_default_str()
+      ->group("Downgrade experiment");
+  f.watch->add_option("--transform", f.d.transform, "none, or decode (dspack.torch.decode_image)")
+      ->capture_default_str()
+      ->group("Downgrade experiment");
+  f.watch->add_option("--batches", f.d.batches, "Batches timed in each run")
+      ->capture_default_str()
+      ->group("Downgrade experiment");
+  f.watch
+      ->add_option("--stage-dir", f.d.stage_dir,
+                   "A remote dataset is staged here with dssync for the staged run (a new "
+                   "directory, removed after)")
+      ->group("Downgrade experiment");
+  f.watch
+      ->add_flag("--warm", f.warm,
+                 "Keep the page cache between runs (default: dropped before each run from "
+                 "storage, as root)")
+      ->group("Downgrade experiment");
   f.watch->footer(
       "The report goes to stderr (the job's own output keeps stdout), as JSON to stdout, or to\n"
       "--output FILE.\n"
@@ -64,6 +99,34 @@ WatchCommands::WatchCommands(CLI::App& app) : f_(std::make_unique<Flags>()) {
   f.probe->footer("Exit codes: 0 ok, 2 usage or IO error (the log cannot be written).");
 }
 
+namespace {
+
+int RunDowngradeCommand(WatchCommands::Flags& f) {
+  if (!f.o.command.empty() || f.o.pid) {
+    return DsbenchFail(Status(Code::kInvalidArgument,
+                              "--downgrade runs the loader itself: give no command and no --pid"));
+  }
+  if (!f.d.stage_dir.empty() && std::filesystem::exists(f.d.stage_dir)) {
+    return DsbenchFail(
+        Status(Code::kAlreadyExists, "--stage-dir " + f.d.stage_dir +
+                                         ": already exists; give a new directory (staged into and "
+                                         "removed after)"));
+  }
+  f.d.cold = !f.warm;
+  f.d.stage = StageWithDssync;
+  auto r = RunDowngrade(f.d);
+  if (!r.ok()) return DsbenchFail(r.status());
+  std::string text = f.json ? DumpJson(DowngradeJson(f.d, *r)) + "\n" : DowngradeText(f.d, *r);
+  if (!f.output.empty()) {
+    if (Status s = WriteFileAtomic(f.output, text); !s.ok()) return DsbenchFail(s);
+  } else {
+    std::fputs(text.c_str(), stdout);
+  }
+  return 0;
+}
+
+}  // namespace
+
 int WatchCommands::Run() {
   Flags& f = *f_;
   if (f.probe->parsed()) {
@@ -78,6 +141,7 @@ int WatchCommands::Run() {
     return 0;
   }
   if (!f.watch->parsed()) return -1;
+  if (!f.d.dataset.empty()) return RunDowngradeCommand(f);
   if (Status s = DurationFlag(f.interval, "--interval", &f.o.interval); !s.ok()) {
     return DsbenchFail(s);
   }

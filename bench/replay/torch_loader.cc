@@ -14,43 +14,13 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
+#include "bench/common/python_child.h"
 
 namespace ds::bench {
 
 using nlohmann::json;
 
 namespace {
-
-// Where the dspack Python package is, for the child's PYTHONPATH: build/python when this
-// binary runs from a build tree (build/bench/dsbench); P/lib/python3.X/dist-packages when it was
-// installed into the prefix P (cmake --install); else "" (Python's own path, e.g. /usr/local).
-std::string DspackPackageDir() {
-  char exe[4096];
-  ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1);
-  if (n <= 0) return "";
-  std::string dir(exe, static_cast<size_t>(n));
-  dir = dir.substr(0, dir.rfind('/'));
-  // The Python package's own files, not a dataset's.
-  auto has = [&](const std::string& pkg) {
-    std::error_code ec;
-    return std::filesystem::exists(pkg + "/dspack/__init__.py", ec);
-  };
-  if (has(dir + "/../python")) return dir + "/../python";
-  std::error_code ec;
-  for (const auto& e : std::filesystem::directory_iterator(dir + "/../lib", ec)) {
-    std::string name = e.path().filename().string();
-    if (name.rfind("python3", 0) == 0 && has(e.path().string() + "/dist-packages")) {
-      return e.path().string() + "/dist-packages";
-    }
-  }
-  return "";
-}
-
-std::string Python() {
-  const char* env = std::getenv("DSPACK_PYTHON");
-  return env && *env ? env : "/usr/bin/python3";
-}
 
 // What the child raised ("TypeName: message") as a Code: the data's fault (exit 1) for the
 // dataset's own errors and missing files, the environment's (exit 2) for a missing module, else
@@ -98,38 +68,11 @@ Result<std::unique_ptr<TorchLoader>> TorchLoader::Start(const ReplayOptions& o,
   t->from_child_ = OwnedFd(out[0]);
   OwnedFd child_in(in[0]), child_out(out[1]);
 
-  std::vector<std::string> env;
-  std::string pkg = DspackPackageDir();
-  for (char** e = environ; *e; e++) {
-    if (!pkg.empty() && std::string_view(*e).rfind("PYTHONPATH=", 0) == 0) continue;
-    env.emplace_back(*e);
-  }
-  if (!pkg.empty()) {
-    const char* old = std::getenv("PYTHONPATH");
-    env.push_back("PYTHONPATH=" + pkg + (old && *old ? std::string(":") + old : ""));
-  }
-  std::vector<char*> envp;
-  for (auto& e : env) envp.push_back(e.data());
-  envp.push_back(nullptr);
-  std::string py = Python(), job_text = job.dump();
-  std::vector<std::string> argv = {py, "-m", "dspack._replay", job_text};
-  std::vector<char*> args;
-  for (auto& a : argv) args.push_back(a.data());
-  args.push_back(nullptr);
-
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_adddup2(&fa, child_in.get(), 0);
-  posix_spawn_file_actions_adddup2(&fa, child_out.get(), 1);
   // A process group of its own: the DataLoader's workers are in it too, and the destructor ends
   // them all (a worker orphaned by a failed epoch would otherwise hold dsbench's stderr open).
-  posix_spawnattr_t attr;
-  posix_spawnattr_init(&attr);
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
-  posix_spawnattr_setpgroup(&attr, 0);
-  int rc = ::posix_spawn(&t->pid_, py.c_str(), &fa, &attr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  posix_spawnattr_destroy(&attr);
+  int rc = 0;
+  t->pid_ = SpawnDspackPython("dspack._replay", job.dump(), child_in.get(), child_out.get(), &rc);
+  std::string py = DspackPython();
   if (rc != 0) {
     t->pid_ = -1;
     return Status(Code::kUnsupported, fmt::format("{}: {}; {}", py, std::strerror(rc), Fix()));
@@ -175,7 +118,7 @@ Result<std::string> TorchLoader::ReadLine() {
       return Status(Code::kUnsupported,
                     fmt::format("the DataLoader process ({} -m dspack._replay) ended without a "
                                 "result; its error is above",
-                                Python()));
+                                DspackPython()));
     }
     buf_.append(chunk, static_cast<size_t>(n));
   }

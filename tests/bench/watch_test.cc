@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <cmath>
 
+#include "bench/watch/downgrade.h"
 #include "bench/watch/trend.h"
 
 using ds::bench::EpochStats;
@@ -146,4 +147,44 @@ TEST_CASE("verdicts: memory, cold first epoch, data wait, NFS", "[bench]") {
   ds::bench::Judge(o, &quiet);
   CHECK(quiet.verdicts.empty());
   CHECK(ds::bench::WatchText(quiet).find("verdict: none") != std::string::npos);
+}
+
+TEST_CASE("downgrade: a sample's time split into storage, decode, IPC", "[bench]") {
+  ds::bench::DowngradeOptions o;
+  o.workers = 4;
+  ds::bench::DowngradeResult r;
+  auto run = [](double per_s) {
+    ds::bench::DowngradeRun d;
+    d.samples = 100;
+    d.samples_per_s = per_s;
+    return d;
+  };
+  r.runs = {{"configured", run(1000)},  // 1000 us a sample
+            {"memory", run(4000)},      // 250 us without storage
+            {"memory_w0", run(5000)},   // 200 us of decode in one process: 50 us on 4 workers
+            {"workers0", run(500)},
+            {"staged", run(2500)}};  // 400 us from a local copy
+  ds::bench::Attribute(o, &r);
+  REQUIRE(r.parts.size() == 4);
+  CHECK(r.largest == "storage");
+  CHECK(r.parts[0].name == "storage");
+  CHECK(r.parts[0].seconds_per_sample == Approx(750e-6));
+  CHECK(r.parts[0].share == Approx(0.75));
+  CHECK(r.parts[1].name == "worker_ipc");
+  CHECK(r.parts[1].seconds_per_sample == Approx(200e-6));
+  CHECK(r.parts[2].name == "decode_transform");
+  CHECK(r.parts[2].seconds_per_sample == Approx(50e-6));
+  CHECK(r.parts[3].name == "remote_access");
+  CHECK(r.parts[3].share == Approx(0.6));
+  CHECK(r.advice.front().rfind("stage it", 0) == 0);
+
+  // From memory slower than from storage: no storage share, nothing past 100 %.
+  ds::bench::DowngradeResult m;
+  m.runs = {{"configured", run(1000)}, {"memory", run(800)}, {"memory_w0", run(100000)}};
+  ds::bench::Attribute(o, &m);
+  double total = 0;
+  for (const auto& p : m.parts) total += p.share;
+  CHECK(total == Approx(1.0));
+  CHECK(m.largest == "worker_ipc");
+  CHECK(ds::bench::DowngradeText(o, m).find("largest share is worker_ipc") != std::string::npos);
 }

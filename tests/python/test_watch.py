@@ -93,3 +93,45 @@ def test_thread_loader_marks_its_epochs(data, tmp_path, monkeypatch):
     assert [(x["event"], x["epoch"]) for x in lines] == [("start", 0), ("end", 0),
                                                          ("start", 1), ("end", 1)]
     assert lines[1]["samples"] == 300 and lines[1]["data_wait_s"] >= 0
+
+
+def downgrade(path, *args):
+    run = subprocess.run([DSBENCH, "watch", "--downgrade", str(path), "--workers", "2",
+                          "--batch", "16", "--batches", "8", "--json", *args],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr
+    return json.loads(run.stdout)
+
+
+def test_downgrade_names_storage_behind_the_slow_file_system(slow_mount, tmp_path):
+    r = downgrade(slow_mount)
+    assert set(r["runs"]) == {"configured", "memory", "memory_w0", "workers0"}, r["runs"]
+    assert r["largest"] == "storage", r
+    shares = {p["name"]: p["share"] for p in r["attribution"]}
+    assert shares["storage"] > 0.5 and sum(shares.values()) <= 1.0001, shares
+    assert any("not staged" in n for n in r["notes"])  # a FUSE mount, no --stage-dir
+    # Staged with dssync: the local copy's run, the remote-access share, the advice to stage.
+    stage = tmp_path / "stage"
+    r = downgrade(slow_mount, "--stage-dir", str(stage))
+    assert "staged" in r["runs"] and not stage.exists(), r["runs"]
+    shares = {p["name"]: p["share"] for p in r["attribution"]}
+    assert shares["remote_access"] > 0.5, shares
+    assert any(a.startswith("stage it") for a in r["advice"]), r["advice"]
+
+
+def test_downgrade_names_the_loader_on_a_local_warm_dataset(data):
+    r = downgrade(data["native"], "--warm")
+    assert r["largest"] in ("worker_ipc", "decode_transform"), r
+    assert r["runs"]["memory"]["samples"] == 8 * 16
+
+
+def test_downgrade_bad_input(data, tmp_path):
+    missing = subprocess.run([DSBENCH, "watch", "--downgrade", str(tmp_path / "nope")],
+                             capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "No such file" in missing.stderr, missing.stderr
+    both = subprocess.run([DSBENCH, "watch", "--downgrade", str(data["native"]), "--", "true"],
+                          capture_output=True, text=True, timeout=60)
+    assert both.returncode == 2 and "give no command" in both.stderr
+    bad = subprocess.run([DSBENCH, "watch", "--downgrade", str(data["native"]), "--transform",
+                          "blur"], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--transform blur" in bad.stderr
