@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -165,6 +166,9 @@ std::vector<std::string> OpenFiles(pid_t pid, const std::string& proc) {
         continue;
       }
       if (t.size() > 10 && t.compare(t.size() - 10, 10, " (deleted)") == 0) continue;
+      // Regular files only: a FIFO or a device is not data (and opening a FIFO would block).
+      struct stat st;
+      if (::stat(t.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
       // Read-only descriptors only: a log or an output is not the data the job reads.
       std::string info = ReadText(fmt::format("{}/{}/fdinfo/{}", proc, pid, e->d_name));
       size_t flags = info.find("flags:");

@@ -62,8 +62,8 @@ Result<ProcSample> ReadProcSample(pid_t pid, bool with_pss = false,
 // `root` and every process below it (by ppid), root first; empty if root does not exist.
 std::vector<pid_t> ProcessTree(pid_t root, const std::string& proc = "/proc");
 
-// The files a process has open for reading only (readlink of /proc/PID/fd/*, the access mode
-// of /proc/PID/fdinfo/*): absolute paths, deduped, none under /dev, /proc or /sys; empty when
+// The regular files a process has open for reading only (readlink of /proc/PID/fd/*, the access
+// mode of /proc/PID/fdinfo/*): absolute paths, deduped, none under /dev, /proc or /sys; empty when
 // they cannot be read (another user's process without root). Its logs and outputs are not
 // listed: they are open for writing.
 std::vector<std::string> OpenFiles(pid_t pid, const std::string& proc = "/proc");

@@ -227,8 +227,9 @@ double Watcher::Residency(const std::vector<std::string>& files) {
   size_t n = 0;
   for (const std::string& f : files) {
     if (n++ == kMaxFiles) break;
-    int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC | O_NOATIME);
-    if (fd < 0) fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a path that became a FIFO since it was listed must not block the watch.
+    int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC | O_NOATIME | O_NONBLOCK);
+    if (fd < 0) fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) continue;
     OwnedFd h(fd);
     struct stat st;

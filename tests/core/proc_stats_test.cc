@@ -1,6 +1,7 @@
 #include "src/proc_stats.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -90,11 +91,17 @@ TEST_CASE("this process: its sample, its tree, its read-only files", "[core]") {
   CHECK(self->pid == ::getpid());
   CHECK(self->rss > 0);
   CHECK(self->state == 'R');
+  std::string fifo = dir.path() + "/fifo";  // open read-only, as Open MPI's debugger fifo is
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  int ffd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  REQUIRE(ffd >= 0);
   auto files = OpenFiles(::getpid());
   CHECK(std::count(files.begin(), files.end(), data) == 1);  // read-only: data
   CHECK(std::count(files.begin(), files.end(), out) == 0);   // written: a log, not data
+  CHECK(std::count(files.begin(), files.end(), fifo) == 0);  // not a regular file
   ::close(rfd);
   ::close(wfd);
+  ::close(ffd);
 
   pid_t child = ::fork();
   REQUIRE(child >= 0);

@@ -89,6 +89,20 @@ assert "exit_status" not in r and not r["stopped"] and r["samples"] >= 4 and r["
 EOF
 pass "--pid: the process exits mid-watch, the report is clean, exit 0"
 
+# An MPI job on this node: mpirun's ranks are below it, so watch sees them.
+if command -v mpirun >/dev/null; then
+  "$DSBENCH" watch --interval 0.2s --json --output mpi.json -- timeout -k 10 60 \
+    mpirun --allow-run-as-root --oversubscribe -n 2 "$PY" -c 'import time; time.sleep(2)' \
+    2> mpi.err || { cat mpi.err; fail "watch of an mpirun job: exit $?"; }
+  "$PY" - <<'EOF'
+import json
+r = json.load(open("mpi.json"))
+ranks = [p for p in r["processes"] if p["comm"].startswith("python")]
+assert len(ranks) == 2 and r["exit_status"] == 0, r["processes"]
+EOF
+  pass "the ranks of an mpirun job on this node are watched"
+fi
+
 # dsbench replay marks its epochs: the per-epoch table, with samples, bytes and data wait.
 "$DSPACK" synth imagenet-like tree --samples 200 --seed 3 -q
 "$DSPACK" convert tree ds --label-from-dir -q
