@@ -5,7 +5,6 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "bench/common/latency_report.h"
 #include "bench/io_cli.h"
 #include "bench/watch/downgrade.h"
 #include "bench/watch/watch.h"
@@ -101,6 +100,11 @@ WatchCommands::WatchCommands(CLI::App& app) : f_(std::make_unique<Flags>()) {
 
 namespace {
 
+// Process names, paths and a job's lines need not be UTF-8: replaced, never thrown on.
+std::string Utf8Json(const nlohmann::json& j) {
+  return j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 int RunDowngradeCommand(WatchCommands::Flags& f) {
   if (!f.o.command.empty() || f.o.pid) {
     return DsbenchFail(Status(Code::kInvalidArgument,
@@ -116,7 +120,7 @@ int RunDowngradeCommand(WatchCommands::Flags& f) {
   f.d.stage = StageWithDssync;
   auto r = RunDowngrade(f.d);
   if (!r.ok()) return DsbenchFail(r.status());
-  std::string text = f.json ? DumpJson(DowngradeJson(f.d, *r)) + "\n" : DowngradeText(f.d, *r);
+  std::string text = f.json ? Utf8Json(DowngradeJson(f.d, *r)) + "\n" : DowngradeText(f.d, *r);
   if (!f.output.empty()) {
     if (Status s = WriteFileAtomic(f.output, text); !s.ok()) return DsbenchFail(s);
   } else {
@@ -158,7 +162,7 @@ int WatchCommands::Run() {
   f.o.live = ::isatty(STDERR_FILENO) && !f.json;
   auto r = RunWatch(f.o);
   if (!r.ok()) return DsbenchFail(r.status());
-  std::string text = f.json ? DumpJson(WatchJson(*r)) + "\n" : WatchText(*r);
+  std::string text = f.json ? Utf8Json(WatchJson(*r)) + "\n" : WatchText(*r);
   if (!f.json && !f.o.log.empty()) text += "  log: " + f.o.log + "\n";
   if (!f.output.empty()) {
     if (Status s = WriteFileAtomic(f.output, text); !s.ok()) return DsbenchFail(s);

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -151,8 +152,9 @@ std::vector<pid_t> ProcessTree(pid_t root, const std::string& proc) {
   return out;
 }
 
-std::vector<std::string> OpenFiles(pid_t pid, const std::string& proc) {
-  std::set<std::string> files;
+std::vector<HeldFile> OpenFiles(pid_t pid, const std::string& proc) {
+  std::vector<HeldFile> files;
+  std::set<std::string> seen;
   std::string dir = fmt::format("{}/{}/fd", proc, pid);
   if (DIR* d = ::opendir(dir.c_str())) {
     while (dirent* e = ::readdir(d)) {
@@ -176,11 +178,26 @@ std::vector<std::string> OpenFiles(pid_t pid, const std::string& proc) {
           (std::strtoul(info.c_str() + flags + 6, nullptr, 8) & O_ACCMODE) != O_RDONLY) {
         continue;
       }
-      files.insert(std::move(t));
+      if (!seen.insert(t).second) continue;
+      files.push_back({std::move(t), pid, std::atoi(e->d_name)});
     }
     ::closedir(d);
   }
-  return {files.begin(), files.end()};
+  return files;
+}
+
+Result<PageResidency> ResidentPagesOf(const HeldFile& file) {
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, file.pid, 0));
+  if (pidfd < 0) return Status::FromErrno(errno, "pidfd_open", Code::kUnsupported);
+  OwnedFd p(pidfd);
+  int fd = static_cast<int>(::syscall(SYS_pidfd_getfd, pidfd, file.fd, 0));
+  if (fd < 0) return Status::FromErrno(errno, "pidfd_getfd " + file.path, Code::kUnsupported);
+  OwnedFd h(fd);
+  struct stat st;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+    return Status(Code::kUnsupported, file.path + ": no longer a regular file");
+  }
+  return ResidentPages(fd, static_cast<uint64_t>(st.st_size), file.path);
 }
 
 Pressure ParsePressure(std::string_view text) {

@@ -27,6 +27,7 @@
 #include <string_view>
 #include <vector>
 
+#include "src/page_cache.h"
 #include "src/status.h"
 
 namespace ds {
@@ -63,10 +64,21 @@ Result<ProcSample> ReadProcSample(pid_t pid, bool with_pss = false,
 std::vector<pid_t> ProcessTree(pid_t root, const std::string& proc = "/proc");
 
 // The regular files a process has open for reading only (readlink of /proc/PID/fd/*, the access
-// mode of /proc/PID/fdinfo/*): absolute paths, deduped, none under /dev, /proc or /sys; empty when
-// they cannot be read (another user's process without root). Its logs and outputs are not
-// listed: they are open for writing.
-std::vector<std::string> OpenFiles(pid_t pid, const std::string& proc = "/proc");
+// mode of /proc/PID/fdinfo/*): absolute paths, deduped, none under /dev, /proc or /sys; empty
+// when they cannot be read (another user's process without root). Its logs and outputs are not
+// listed: they are open for writing. A FIFO or a device is not listed either.
+struct HeldFile {
+  std::string path;
+  pid_t pid = 0;  // a process that holds it, and its descriptor there
+  int fd = -1;
+};
+std::vector<HeldFile> OpenFiles(pid_t pid, const std::string& proc = "/proc");
+
+// The page-cache residency of a file another process holds open, through a duplicate of that
+// process's own descriptor (pidfd_getfd, Linux 5.6; root or ptrace rights), never a new open:
+// on FUSE, an open without keep_cache drops the file's cached pages, and a probe must not change
+// what it measures. kUnsupported where the duplicate is refused.
+Result<PageResidency> ResidentPagesOf(const HeldFile& file);
 
 struct Pressure {  // one resource's line pair of /proc/pressure/<resource>
   bool present = false;

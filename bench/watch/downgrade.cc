@@ -16,6 +16,7 @@
 #include "bench/common/python_child.h"
 #include "src/human.h"
 #include "src/page_cache.h"
+#include "src/stop.h"
 #include "src/system_probe.h"
 
 namespace ds::bench {
@@ -50,14 +51,19 @@ Result<std::string> RunChild(const nlohmann::json& job) {
   char buf[65536];
   ssize_t n;
   while ((n = ::read(out[0], buf, sizeof buf)) != 0) {
-    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EINTR) {
+      if (StopRequested()) break;  // Ctrl-C: the child's group is ended below
+      continue;
+    }
     if (n < 0) break;
     all.append(buf, static_cast<size_t>(n));
   }
+  if (StopRequested()) ::kill(-pid, SIGINT);
   ::close(out[0]);
   int st = 0;
   ::waitpid(pid, &st, 0);
   ::kill(-pid, SIGKILL);  // any worker left behind
+  if (StopRequested()) return Status(Code::kIOError, "stopped (SIGINT/SIGTERM)");
   while (!all.empty() && all.back() == '\n') all.pop_back();
   return all.substr(all.rfind('\n') == std::string::npos ? 0 : all.rfind('\n') + 1);
 }
@@ -84,7 +90,11 @@ Result<DowngradeResult> RunDowngrade(const DowngradeOptions& o) {
   std::string staged;
   if (Remote(o.dataset)) {
     if (o.stage && !o.stage_dir.empty()) {
-      DS_RETURN_IF_ERROR(o.stage(o.dataset, o.stage_dir));
+      if (Status st = o.stage(o.dataset, o.stage_dir); !st.ok()) {
+        std::error_code ec;  // a partial stage: the directory this run was to make
+        std::filesystem::remove_all(o.stage_dir, ec);
+        return st;
+      }
       staged = o.stage_dir;
     } else {
       r.notes.push_back(
@@ -162,7 +172,7 @@ void Attribute(const DowngradeOptions& o, DowngradeResult* r) {
   const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
   auto& a = r->advice;
   if (r->largest == "storage") {
-    if (r->runs.count("staged") && per("staged") < 0.5 * configured) {
+    if (r->runs.count("staged") && per("staged") > 0 && per("staged") < 0.5 * configured) {
       a.push_back(
           fmt::format("stage it: from the local copy the loader is {:.1f}x faster "
                       "(dssync)",

@@ -79,8 +79,8 @@ class Watcher {
 
  private:
   void Tick(bool final_tick);
-  void Devices(const std::vector<std::string>& files);
-  double Residency(const std::vector<std::string>& files);
+  void Devices(const std::vector<HeldFile>& files);
+  double Residency(const std::vector<HeldFile>& files);
   struct Snap {  // the job's state at an epoch marker
     double residency = -1;
     uint64_t read_bytes = 0, memory = 0, available = 0;
@@ -108,6 +108,7 @@ class Watcher {
   Clock::time_point t0_;
   double unix0_ = 0;
   std::set<dev_t> seen_devs_;
+  bool residency_note_ = false;
 };
 
 Status Watcher::Start() {
@@ -121,6 +122,16 @@ Status Watcher::Start() {
     log_ = OwnedFd(fd);
   }
   epochs_path_ = o_.epochs;
+  if (!epochs_path_.empty() && !o_.command.empty()) {
+    // Given for a command: this run's markers only (a stale file's epochs would mix in), and it
+    // exists, since markers append to an existing file and never create one.
+    int fd = ::open(epochs_path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return Status(Code::kIOError, fmt::format("`epochs` {}: cannot create it: {}", epochs_path_,
+                                                std::strerror(errno)));
+    }
+    ::close(fd);
+  }
   if (epochs_path_.empty() && !o_.command.empty()) {
     const char* tmp = std::getenv("TMPDIR");
     std::string templ = fmt::format("{}/dsbench-watch-epochs.XXXXXX", tmp && *tmp ? tmp : "/tmp");
@@ -194,15 +205,18 @@ std::vector<pid_t> Watcher::Tree() {
 
 void Watcher::LogLine(const nlohmann::json& j) {
   if (!log_.valid()) return;
-  std::string line = j.dump() + "\n";
+  // Replace, not throw: a process name cut mid-character, a job's raw marker line or a path
+  // need not be UTF-8.
+  std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (Status s = WriteFull(log_.get(), line.data(), line.size(), o_.log); !s.ok()) {
     r_.notes.push_back(fmt::format("the log stopped: {}", s.message()));
     log_ = OwnedFd();
   }
 }
 
-void Watcher::Devices(const std::vector<std::string>& files) {
-  for (const std::string& f : files) {
+void Watcher::Devices(const std::vector<HeldFile>& files) {
+  for (const HeldFile& of : files) {
+    const std::string& f = of.path;
     struct stat st;
     if (::stat(f.c_str(), &st) != 0 || !seen_devs_.insert(st.st_dev).second) continue;
     SystemProbe p = ProbeSystem(f);
@@ -221,21 +235,21 @@ void Watcher::Devices(const std::vector<std::string>& files) {
   }
 }
 
-double Watcher::Residency(const std::vector<std::string>& files) {
+double Watcher::Residency(const std::vector<HeldFile>& files) {
   constexpr size_t kMaxFiles = 64;  // the cost of a sample stays bounded
   uint64_t pages = 0, resident = 0;
   size_t n = 0;
-  for (const std::string& f : files) {
+  for (const HeldFile& f : files) {
     if (n++ == kMaxFiles) break;
-    // O_NONBLOCK: a path that became a FIFO since it was listed must not block the watch.
-    int fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC | O_NOATIME | O_NONBLOCK);
-    if (fd < 0) fd = ::open(f.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-    if (fd < 0) continue;
-    OwnedFd h(fd);
-    struct stat st;
-    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    auto r = ResidentPages(fd, static_cast<uint64_t>(st.st_size), f);
-    if (!r.ok()) continue;
+    auto r = ResidentPagesOf(f);  // the job's own descriptor: no open of ours
+    if (!r.ok()) {
+      if (!residency_note_) {
+        residency_note_ = true;
+        r_.notes.push_back("page-cache residency not measured: " + r.status().message() +
+                           " (needs root or ptrace rights, Linux 5.6+)");
+      }
+      continue;
+    }
     pages += r->pages;
     resident += r->resident;
   }
@@ -244,7 +258,7 @@ double Watcher::Residency(const std::vector<std::string>& files) {
 
 Watcher::Snap Watcher::TakeSnap() {
   Snap snap;
-  std::set<std::string> files;
+  std::map<std::string, HeldFile> files;
   std::set<pid_t> alive;
   for (pid_t pid : Tree()) {
     auto p = ReadProcSample(pid);
@@ -252,12 +266,18 @@ Watcher::Snap Watcher::TakeSnap() {
     alive.insert(pid);
     snap.memory += p->rss;
     if (p->io_ok) snap.read_bytes += p->read_bytes;
-    for (std::string& f : OpenFiles(pid)) files.insert(std::move(f));
+    for (HeldFile& f : OpenFiles(pid)) files.emplace(f.path, std::move(f));
+    // Recorded, so that a worker that ends before the next sample still counts.
+    ProcSeries& ps = r_.processes[pid];
+    if (ps.comm.empty()) ps.comm = p->comm, ps.first_seen = Elapsed();
+    if (p->io_ok) ps.read_bytes = p->read_bytes;
   }
   for (const auto& [pid, ps] : r_.processes) {
     if (!alive.count(pid)) snap.read_bytes += ps.read_bytes;  // exited: its last count
   }
-  snap.residency = Residency({files.begin(), files.end()});
+  std::vector<HeldFile> open;
+  for (auto& [path, f] : files) open.push_back(std::move(f));
+  snap.residency = Residency(open);
   snap.available = ReadSystemCounters().mem_available;
   return snap;
 }
@@ -318,7 +338,7 @@ void Watcher::Tick(bool final_tick) {
   // The last sample is heavy while the job still runs (a stop, --pid); after a command's exit,
   // what remains are its last workers on their way out.
   const bool heavy = r_.samples % kHeavyEvery == 0 || (final_tick && JobAlive());
-  std::set<std::string> files;
+  std::map<std::string, HeldFile> files;
   std::set<pid_t> alive;
   for (pid_t pid : pids) {
     auto s = ReadProcSample(pid, heavy);
@@ -338,7 +358,7 @@ void Watcher::Tick(bool final_tick) {
     memory += s->rss;
     pss += s->pss;
     procs.push_back(s->ToJson());
-    for (std::string& f : OpenFiles(pid)) files.insert(std::move(f));
+    for (HeldFile& f : OpenFiles(pid)) files.emplace(f.path, std::move(f));
   }
   uint64_t read_bytes = 0;
   double cpu = 0;
@@ -351,7 +371,8 @@ void Watcher::Tick(bool final_tick) {
   r_.max_processes = std::max<int>(r_.max_processes, static_cast<int>(alive.size()));
   if (!alive.empty()) r_.job_memory.Add(t, static_cast<double>(memory));
   if (heavy && !alive.empty()) r_.job_pss_last = pss, r_.job_pss_t = t;
-  std::vector<std::string> open(files.begin(), files.end());
+  std::vector<HeldFile> open;
+  for (auto& [path, f] : files) open.push_back(std::move(f));
   Devices(open);
   double residency = heavy ? Residency(open) : -1;
   r_.last = ReadSystemCounters();
@@ -445,7 +466,11 @@ void Watcher::EndTree() {
     }
     return false;
   };
-  if (!r_.exit_status) ::kill(child_, SIGINT);
+  // A terminal's Ctrl-C already reached the command (it is in watch's process group, in the
+  // foreground): a second SIGINT could cut short its own handler (a checkpoint on
+  // KeyboardInterrupt). Otherwise (kill -INT, SIGTERM, a background watch) it is sent once here.
+  bool from_terminal = ::isatty(STDIN_FILENO) && ::tcgetpgrp(STDIN_FILENO) == ::getpgrp();
+  if (!r_.exit_status && !from_terminal) ::kill(child_, SIGINT);
   if (wait_empty(5)) return;
   std::vector<pid_t> left = Tree();
   r_.notes.push_back(
@@ -483,8 +508,11 @@ void Watcher::Run() {
   Reap();
   if (o_.live) std::fputs("\r\033[K", stderr);
   r_.seconds = Elapsed();
-  std::string ms_from = "/proc/self/mountstats";
-  if (auto t = ReadProcText(ms_from); t.ok()) r_.nfs_last = ParseMountstats(*t);
+  // The same view as at the start (the job's mount namespace) while the job lives.
+  auto ms =
+      ReadProcText(o_.pid ? fmt::format("/proc/{}/mountstats", o_.pid) : "/proc/self/mountstats");
+  if (!ms.ok()) ms = ReadProcText("/proc/self/mountstats");
+  if (ms.ok()) r_.nfs_last = ParseMountstats(*ms);
   struct rusage ru;
   if (::getrusage(RUSAGE_SELF, &ru) == 0) {
     r_.watch_cpu_seconds = ru.ru_utime.tv_sec + ru.ru_utime.tv_usec / 1e6 + ru.ru_stime.tv_sec +
@@ -510,9 +538,11 @@ nlohmann::json Baseline(const std::string& path, SystemProbe* probe, SystemCount
     }
   }
   // nvidia-smi's utilization and memory where it exists; nothing where it does not.
-  if (FILE* f = ::popen("nvidia-smi --query-gpu=index,utilization.gpu,memory.used,memory.total "
-                        "--format=csv,noheader,nounits 2>/dev/null",
-                        "r")) {
+  // Under `timeout`: a stuck GPU driver must not hang the baseline.
+  if (FILE* f =
+          ::popen("timeout 5 nvidia-smi --query-gpu=index,utilization.gpu,memory.used,memory.total "
+                  "--format=csv,noheader,nounits 2>/dev/null",
+                  "r")) {
     char line[256];
     nlohmann::json gpus = nlohmann::json::array();
     while (std::fgets(line, sizeof line, f)) gpus.push_back(std::string(line, strcspn(line, "\n")));

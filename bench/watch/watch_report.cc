@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "bench/watch/watch.h"
 #include "src/human.h"
@@ -228,14 +229,30 @@ double EpochStats::cold_share() const {
   return std::min(1.0, static_cast<double>(read_bytes) / bytes);
 }
 
+namespace {
+
+// A finite number in [lo, hi] at `key`, else nullopt (a marker line is the job's, not ours).
+std::optional<double> Number(const nlohmann::json& j, const char* key, double lo, double hi) {
+  auto it = j.find(key);
+  if (it == j.end() || !it->is_number()) return std::nullopt;
+  double v = it->get<double>();
+  if (!std::isfinite(v) || v < lo || v > hi) return std::nullopt;
+  return v;
+}
+
+}  // namespace
+
 void AddEpochLine(const std::string& line, double t0, std::vector<EpochStats>* epochs) {
   nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
-  if (j.is_discarded() || !j.is_object() || !j.contains("epoch") || !j["epoch"].is_number() ||
-      !j.contains("t") || !j["t"].is_number()) {
-    return;
-  }
-  int n = j["epoch"].get<int>();
-  double t = j["t"].get<double>() - t0;
+  if (j.is_discarded() || !j.is_object()) return;
+  auto epoch = Number(j, "epoch", 0, 1e9);
+  auto t = Number(j, "t", 0, 1e12);
+  auto ev = j.find("event");
+  if (!epoch || !t || ev == j.end() || !ev->is_string()) return;
+  const std::string event = ev->get<std::string>();
+  if (event != "start" && event != "end") return;
+  int n = static_cast<int>(*epoch);
+  double at = *t - t0;
   auto it = std::find_if(epochs->begin(), epochs->end(),
                          [&](const EpochStats& e) { return e.epoch == n; });
   if (it == epochs->end()) {
@@ -243,24 +260,23 @@ void AddEpochLine(const std::string& line, double t0, std::vector<EpochStats>* e
     it = epochs->end() - 1;
     it->epoch = n;
   }
-  std::string ev = j.value("event", "");
-  if (ev == "start") {
-    if (it->start < 0 || t < it->start) it->start = t;
-  } else if (ev == "end") {
-    it->end = std::max(it->end, t);
-    it->markers++;
-    if (j.contains("samples") && j["samples"].is_number()) {
-      it->samples += j["samples"].get<uint64_t>();
-      it->has_samples = true;
-    }
-    if (j.contains("bytes") && j["bytes"].is_number()) {
-      it->bytes += static_cast<uint64_t>(j["bytes"].get<double>());
-      it->has_bytes = true;
-    }
-    if (j.contains("data_wait_s") && j["data_wait_s"].is_number()) {
-      it->data_wait_s += j["data_wait_s"].get<double>();
-      it->has_wait = true;
-    }
+  if (event == "start") {
+    if (it->start < 0 || at < it->start) it->start = at;
+    return;
+  }
+  it->end = std::max(it->end, at);
+  it->markers++;
+  if (auto v = Number(j, "samples", 0, 1e18)) {
+    it->samples += static_cast<uint64_t>(*v);
+    it->has_samples = true;
+  }
+  if (auto v = Number(j, "bytes", 0, 1e18)) {
+    it->bytes += static_cast<uint64_t>(*v);
+    it->has_bytes = true;
+  }
+  if (auto v = Number(j, "data_wait_s", 0, 1e9)) {
+    it->data_wait_s += *v;
+    it->has_wait = true;
   }
 }
 

@@ -85,14 +85,20 @@ TEST_CASE("epoch-marker lines: summed over processes, bad lines ignored", "[benc
       R"({"event":"end","epoch":0,"pid":2,"t":1010.5,"samples":50,"data_wait_s":3})", t0, &e);
   ds::bench::AddEpochLine("not json", t0, &e);
   ds::bench::AddEpochLine(R"({"event":"end"})", t0, &e);
+  // A job's malformed lines are ignored, never thrown on: wrong types, out of range, NaN-free.
+  ds::bench::AddEpochLine(R"({"event":5,"epoch":0,"t":1001})", t0, &e);
+  ds::bench::AddEpochLine(R"({"event":"end","epoch":-1,"t":1001})", t0, &e);
+  ds::bench::AddEpochLine(R"({"event":"end","epoch":1e300,"t":1001})", t0, &e);
+  ds::bench::AddEpochLine(R"({"event":"end","epoch":"0","t":1001})", t0, &e);
+  ds::bench::AddEpochLine(R"({"event":"end","epoch":0,"t":1011,"samples":-5,"bytes":"x"})", t0, &e);
   REQUIRE(e.size() == 1);
   CHECK(e[0].start == 0.5);
   CHECK(e[0].end == 11);
   CHECK(e[0].duration() == 10.5);
-  CHECK(e[0].markers == 2);
+  CHECK(e[0].markers == 3);  // the last line's end counts; its bad samples and bytes do not
   CHECK(e[0].samples == 150);
   CHECK(e[0].bytes == 1000);
-  CHECK(e[0].wait_share() == Approx(5.0 / (2 * 10.5)));
+  CHECK(e[0].wait_share() == Approx(5.0 / (3 * 10.5)));
   e[0].read_bytes = 250;
   CHECK(e[0].cold_share() == Approx(0.25));
 }

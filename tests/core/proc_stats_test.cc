@@ -95,10 +95,21 @@ TEST_CASE("this process: its sample, its tree, its read-only files", "[core]") {
   REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
   int ffd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   REQUIRE(ffd >= 0);
-  auto files = OpenFiles(::getpid());
+  auto open = OpenFiles(::getpid());
+  std::vector<std::string> files;
+  for (const HeldFile& f : open) files.push_back(f.path);
   CHECK(std::count(files.begin(), files.end(), data) == 1);  // read-only: data
   CHECK(std::count(files.begin(), files.end(), out) == 0);   // written: a log, not data
   CHECK(std::count(files.begin(), files.end(), fifo) == 0);  // not a regular file
+  for (const HeldFile& f : open) {
+    if (f.path != data) continue;
+    CHECK(f.fd == rfd);
+    // Through this process's own descriptor (pidfd_getfd): 8 KiB just written, cached.
+    auto r = ResidentPagesOf(f);
+    REQUIRE(r.ok());
+    CHECK(r->pages == 2);
+    CHECK(r->resident == 2);
+  }
   ::close(rfd);
   ::close(wfd);
   ::close(ffd);

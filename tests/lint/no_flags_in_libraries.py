@@ -28,7 +28,7 @@ ALLOWED = {
     # not a message; the other sources are environment variable names.
     ("sync/plan.cc", '"--rank/--world"'),
     # dsbench watch's baseline runs nvidia-smi with its own flags (a command line, not a message).
-    ("bench/watch/watch.cc", '"nvidia-smi --query-gpu=index,utilization.gpu,memory.used,memory.total "'),
+    ("bench/watch/watch.cc", '"timeout 5 nvidia-smi --query-gpu=index,utilization.gpu,memory.used,memory.total "'),
     ("bench/watch/watch.cc", '"--format=csv,noheader,nounits 2>/dev/null"'),
 }
 LITERAL = re.compile(r'"(?:\\.|[^"\\\n])*"')

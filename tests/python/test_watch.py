@@ -59,7 +59,7 @@ def test_watch_a_dataloader_through_the_slow_file_system(slow_mount, tmp_path):
     assert [e["epoch"] for e in epochs] == [0, 1]
     for e in epochs:
         assert e["samples"] == 300 and e["markers"] == 1 and 0 <= e["data_wait_share"] <= 1, e
-    assert epochs[0]["page_cache_at_start"] < 0.05, epochs  # cold: a fresh mount
+    assert epochs[0]["page_cache_at_start"] < 0.25, epochs  # cold: a fresh mount (to 50 ms)
     assert epochs[1]["page_cache_at_start"] > 0.9, epochs   # warm: the first epoch's pages
     mount = f"{slow_mount} (fuse.dsbench-slowfs)"
     assert mount in r["mounts"], r["mounts"]
@@ -95,9 +95,9 @@ def test_thread_loader_marks_its_epochs(data, tmp_path, monkeypatch):
     assert lines[1]["samples"] == 300 and lines[1]["data_wait_s"] >= 0
 
 
-def downgrade(path, *args):
+def downgrade(path, *args, batches=8):
     run = subprocess.run([DSBENCH, "watch", "--downgrade", str(path), "--workers", "2",
-                          "--batch", "16", "--batches", "8", "--json", *args],
+                          "--batch", "16", "--batches", str(batches), "--json", *args],
                          capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stderr
     return json.loads(run.stdout)
@@ -120,9 +120,9 @@ def test_downgrade_names_storage_behind_the_slow_file_system(slow_mount, tmp_pat
 
 
 def test_downgrade_names_the_loader_on_a_local_warm_dataset(data):
-    r = downgrade(data["native"], "--warm")
+    r = downgrade(data["native"], "--warm", batches=16)
     assert r["largest"] in ("worker_ipc", "decode_transform"), r
-    assert r["runs"]["memory"]["samples"] == 8 * 16
+    assert r["runs"]["memory"]["samples"] == 16 * 16
 
 
 def test_downgrade_bad_input(data, tmp_path):

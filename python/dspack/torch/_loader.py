@@ -89,6 +89,8 @@ class ThreadLoader:
         collate = self.collate_fn or torch.utils.data.default_collate
         return collate(samples)
 
+    marks_epochs = True  # epoch_marker(loader) leaves it alone: no double marks
+
     def __iter__(self):
         # Marked for `dsbench watch` (a no-op without it): its data wait is the time this
         # generator's consumer waits on .result().

@@ -25,15 +25,15 @@ def mark(event, epoch, **fields):
     path = os.environ.get(ENV)
     if not path:
         return
-    line = {"event": event, "epoch": int(epoch), "pid": os.getpid(), "t": time.time()}
-    line.update({k: v for k, v in fields.items() if v is not None})
-    try:
+    try:  # marking never fails the job: numpy numbers, a closed file, anything
+        line = {"event": event, "epoch": int(epoch), "pid": os.getpid(), "t": time.time()}
+        line.update({k: float(v) for k, v in fields.items() if v is not None})
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
         try:
             os.write(fd, (json.dumps(line) + "\n").encode())
         finally:
             os.close(fd)
-    except OSError:
+    except Exception:
         pass
 
 
@@ -82,7 +82,8 @@ class epoch_marker:
     def __iter__(self):
         if self.loader is None:
             raise TypeError("epoch_marker: iterate it over a loader: epoch_marker(loader, epoch)")
-        if not os.environ.get(ENV):
+        # Without watch, or over a loader that marks its own epochs (ThreadLoader): untouched.
+        if not os.environ.get(ENV) or getattr(self.loader, "marks_epochs", False):
             yield from self.loader
             return
         with self:
