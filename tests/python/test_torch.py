@@ -191,7 +191,8 @@ def test_dssync_stages_exactly_the_shards_stream_dataset_gives_a_rank(data, tmp_
     for rank in range(3):
         run(dssync_bin, data["native"], tmp_path / f"r{rank}", "--rank", rank, "--world", 3, "-q")
         staged = sorted(p.name for p in (tmp_path / f"r{rank}").glob("shard-*"))
-        stream = dt.StreamDataset(data["native"], rank=rank, world=3, shuffle=False, uneven="pad")
+        stream = dt.StreamDataset(data["native"], rank=rank, world=3, shuffle=False,
+                                  uneven="pad", partition="shards")
         mine = sorted({shards[s][0] for s in dspack.assign_shards([s[1] for s in shards], rank, 3)})
         assert staged == mine
         wanted = collections.Counter()

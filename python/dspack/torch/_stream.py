@@ -1,30 +1,39 @@
 """StreamDataset: shard streaming for torch, split across ranks and DataLoader workers.
 
-An epoch's plan is a pure function of (shards, rank, world, workers, seed, epoch); every worker
-of every rank computes it alike, with no communication:
+An epoch's plan is a pure function of (shards, rank, world, workers, seed, epoch)
+(``plan_streams``); every worker of every rank computes it alike, with no communication.
 
-1. Ranks. Shards go to ranks by ``dspack.assign_shards`` (``assign="bytes"``: the largest shard
-   to the rank holding the fewest bytes; ``"round-robin"``: shard i to rank i % world), the
-   function ``dssync --rank r --world w --assign`` uses, so a node staged by dssync holds exactly
-   its rank's shards. The split is the same every epoch. With ``"bytes"`` the ranks' bytes differ
-   by at most one shard.
-2. Equal counts. Every rank yields ``target`` samples an epoch: with ``uneven="drop"`` (the
-   default) the smallest rank's count, the others leaving out the last samples of their longest
-   worker streams; with ``uneven="pad"`` the largest rank's count, the others repeating their
-   own first samples (appended to their shortest worker streams).
-3. Workers. A rank's shards go to its DataLoader workers by bytes the same way (get_worker_info);
-   a worker with no shard yields nothing.
-4. Shuffle (``shuffle=True``). Per epoch (``set_epoch``), each worker's shards are read in an
-   order drawn from (seed, epoch), and samples are permuted within consecutive windows of
+``partition="samples"`` (the default) loses no sample, as MosaicML Streaming does:
+
+1. Order. Shards are laid end to end in a fixed order: rank 0's shards by ``dspack.assign_shards``
+   (``assign="bytes"``: the largest shard to the rank holding the fewest bytes;
+   ``"round-robin"``: shard i to rank i % world), then rank 1's, and so on. Position p of this
+   order is one sample.
+2. Ranks. Rank r takes positions [r*per, (r+1)*per): ``per = N // world`` with
+   ``uneven="drop"`` (the default; the last ``N % world`` positions are left out) or
+   ``ceil(N / world)`` with ``"pad"`` (the last rank's range runs past the end and wraps to the
+   first samples). At most ``world - 1`` samples an epoch are dropped or read twice, at any worker
+   count. A rank reads its own shards plus, at each end, part of a neighbour's: a shard may be
+   split between ranks. The split is the same every epoch.
+3. Workers. A rank's range is cut into ``workers`` consecutive pieces whose lengths differ by at
+   most one; a piece is a list of spans (part of one shard each).
+4. Shuffle (``shuffle=True``). Per epoch (``set_epoch``), each worker reads its spans in an order
+   drawn from (seed, epoch, rank), and samples are permuted within consecutive windows of
    ``buffer`` samples: reads stay sequential within a window's shards, memory stays bounded.
+
+``partition="shards"`` gives each rank whole shards (the split ``dssync --rank r --world w``
+stages, so a node staged by dssync holds every shard rank r reads) and each worker whole shards
+of its rank, by bytes; ranks then yield equal counts by dropping the last samples of the longest
+worker streams (``"drop"``: up to a shard's samples per rank are never read) or repeating their
+own first samples (``"pad"``).
 
 Resume (``state_dict``/``load_state_dict``). The DataLoader takes batches from its workers round
 robin, skipping workers that are done; given ``batch_size`` (as passed to the DataLoader, with
 ``drop_last=False``) and the number of samples this rank consumed, each worker finds how many of
 each stream's samples were consumed and which worker's batch was next; resumed worker k takes
 the stream of the worker k places after that one, minus what was consumed, without reading it:
-the resumed epoch yields exactly the rest of the uninterrupted one, in the same order. Epoch and resume point live in shared memory, so they reach
-persistent workers too.
+the resumed epoch yields exactly the rest of the uninterrupted one, in the same order. Epoch and
+resume point live in shared memory, so they reach persistent workers too.
 """
 
 import multiprocessing
@@ -37,12 +46,100 @@ import dspack
 from ._dist import rank_and_world
 
 
+def _rank_shards(shards, world, assign):
+    sizes = [s[1] for s in shards]
+    return [dspack.assign_shards(sizes, r, world, assign) for r in range(world)]
+
+
+def samples_per_rank(shards, world, uneven="drop", assign="bytes", partition="samples"):
+    """Samples every rank yields an epoch (``len(StreamDataset)``)."""
+    if partition == "samples":
+        n = sum(s[3] for s in shards)
+        return n // world if uneven == "drop" else -(-n // world)
+    counts = [sum(shards[s][3] for s in mine) for mine in _rank_shards(shards, world, assign)]
+    return min(counts) if uneven == "drop" else max(counts)
+
+
+def _spans(shards, order, starts, lo, hi):
+    """The spans (shard, first sample, end sample) covering positions [lo, hi) of ``order``
+    (shard k of the order starts at position ``starts[k]``); positions past the end wrap."""
+    n = int(starts[-1])
+    out = []
+    while lo < hi:
+        p = lo % n
+        k = int(np.searchsorted(starts, p, side="right")) - 1
+        take = min(hi - lo, int(starts[k + 1]) - p)
+        first = shards[order[k]][2] + (p - int(starts[k]))
+        out.append((order[k], first, first + take))
+        lo += take
+    return out
+
+
+def _window_shuffle(idx, buffer, rng):
+    for start in range(0, len(idx), buffer):
+        window = idx[start:start + buffer]
+        idx[start:start + buffer] = window[rng.permutation(len(window))]
+
+
+def plan_streams(shards, rank, world, workers, seed=0, epoch=0, shuffle=True, buffer=1024,
+                 uneven="drop", assign="bytes", partition="samples"):
+    """Sample indices each of rank ``rank``'s ``workers`` workers yields in ``epoch``, in order.
+    ``shards``: (name, bytes, first sample, samples) per shard, as ``Dataset.shards()`` gives."""
+    per_rank = _rank_shards(shards, world, assign)
+    target = samples_per_rank(shards, world, uneven, assign, partition)
+    rng = np.random.default_rng([seed, epoch, rank])
+    if partition == "shards":
+        return _plan_whole_shards(shards, per_rank[rank], workers, target, shuffle, buffer, rng)
+    order = [s for mine in per_rank for s in mine]
+    starts = np.concatenate([[0], np.cumsum([shards[s][3] for s in order])]).astype(np.int64)
+    lo = rank * target
+    streams = []
+    for w in range(workers):
+        spans = _spans(shards, order, starts, lo + w * target // workers,
+                       lo + (w + 1) * target // workers)
+        if shuffle:
+            spans = [spans[k] for k in rng.permutation(len(spans))]
+        parts = [np.arange(a, b) for _, a, b in spans]
+        idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        if shuffle and buffer > 1:
+            _window_shuffle(idx, buffer, rng)
+        streams.append(idx.tolist())
+    return streams
+
+
+def _plan_whole_shards(shards, mine, workers, target, shuffle, buffer, rng):
+    sizes = [shards[s][1] for s in mine]
+    streams = []
+    for w in range(workers):
+        own = [mine[k] for k in dspack.assign_shards(sizes, w, workers, "bytes")]
+        if shuffle:
+            own = [own[k] for k in rng.permutation(len(own))]
+        parts = [np.arange(shards[s][2], shards[s][2] + shards[s][3]) for s in own]
+        idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+        if shuffle and buffer > 1:
+            _window_shuffle(idx, buffer, rng)
+        streams.append(idx.tolist())
+    total = sum(len(s) for s in streams)
+    if total > target:  # drop from the end of the longest streams
+        for _ in range(total - target):
+            longest = max(range(workers), key=lambda w: (len(streams[w]), -w))
+            streams[longest].pop()
+    elif total < target:  # pad with the rank's own first samples, onto the shortest streams
+        source = [i for s in streams for i in s]
+        for j in range(target - total):
+            shortest = min(range(workers), key=lambda w: (len(streams[w]), w))
+            streams[shortest].append(source[j % len(source)])
+    return streams
+
+
 class StreamDataset(torch.utils.data.IterableDataset):
     def __init__(self, path, shuffle=True, seed=0, buffer=1024, batch_size=1, uneven="drop",
                  assign="bytes", transform=None, rank=None, world=None, read_ahead=64,
-                 inflight=32, copy=True):
+                 inflight=32, copy=True, partition="samples"):
         if uneven not in ("drop", "pad"):
             raise ValueError(f"uneven must be 'drop' or 'pad', not {uneven!r}")
+        if partition not in ("samples", "shards"):
+            raise ValueError(f"partition must be 'samples' or 'shards', not {partition!r}")
         if assign not in ("bytes", "round-robin"):
             raise ValueError(f"assign must be 'bytes' or 'round-robin', not {assign!r}")
         if buffer < 1 or batch_size < 1 or read_ahead < 1:
@@ -50,14 +147,18 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self.path = str(path)
         self.shuffle, self.seed, self.buffer = shuffle, seed, buffer
         self.batch_size, self.uneven, self.assign = batch_size, uneven, assign
+        self.partition = partition
         self.transform, self.read_ahead, self.inflight, self.copy = transform, read_ahead, inflight, copy
         self.rank, self.world = rank_and_world(rank, world)
         self._ds = dspack.open(self.path)
         self._shards = self._ds.shards()
-        if len(self._shards) < self.world:
+        n = sum(s[3] for s in self._shards)
+        if partition == "shards" and len(self._shards) < self.world:
             raise ValueError(
                 f"{self.path}: {len(self._shards)} shards for {self.world} ranks; every rank "
-                "needs one (convert again with a smaller --shard-size)")
+                "needs one (convert again with a smaller --shard-size, or partition='samples')")
+        if n < self.world:
+            raise ValueError(f"{self.path}: {n} samples for {self.world} ranks; every rank needs one")
         # epoch, resume epoch, resume samples: shared with the workers (forked or spawned).
         self._state = multiprocessing.RawArray("q", [0, -1, 0])
         self._yielded = 0  # samples yielded in this process (num_workers=0)
@@ -74,11 +175,12 @@ class StreamDataset(torch.utils.data.IterableDataset):
         """The resume point: ``num_samples`` consumed by this rank in the current epoch (default:
         the samples this process yielded, right when the DataLoader has no workers)."""
         return {"epoch": self.epoch, "num_samples": self._yielded if num_samples is None else num_samples,
-                "seed": self.seed, "world": self.world, "batch_size": self.batch_size}
+                "seed": self.seed, "world": self.world, "batch_size": self.batch_size,
+                "partition": self.partition}
 
     def load_state_dict(self, state):
-        for k in ("seed", "world", "batch_size"):
-            if state[k] != getattr(self, k):
+        for k in ("seed", "world", "batch_size", "partition"):
+            if state.get(k, "shards" if k == "partition" else None) != getattr(self, k):
                 raise ValueError(f"resume state has {k}={state[k]}, this dataset {getattr(self, k)}")
         self._state[0] = state["epoch"]
         self._state[1] = state["epoch"]
@@ -89,46 +191,13 @@ class StreamDataset(torch.utils.data.IterableDataset):
         """Samples this rank yields per epoch (all its workers together)."""
         return self._target()
 
-    def _rank_shards(self):
-        sizes = [s[1] for s in self._shards]
-        return [dspack.assign_shards(sizes, r, self.world, self.assign) for r in range(self.world)]
-
     def _target(self):
-        counts = [sum(self._shards[s][3] for s in mine) for mine in self._rank_shards()]
-        return min(counts) if self.uneven == "drop" else max(counts)
+        return samples_per_rank(self._shards, self.world, self.uneven, self.assign, self.partition)
 
     def worker_streams(self, epoch, workers):
         """Sample indices each of this rank's ``workers`` workers yields in ``epoch``, in order."""
-        per_rank = self._rank_shards()
-        counts = [sum(self._shards[s][3] for s in mine) for mine in per_rank]
-        target = min(counts) if self.uneven == "drop" else max(counts)
-        mine = per_rank[self.rank]
-        sizes = [self._shards[s][1] for s in mine]
-        rng = np.random.default_rng([self.seed, epoch, self.rank])
-        streams = []
-        for w in range(workers):
-            shards = [mine[k] for k in dspack.assign_shards(sizes, w, workers, "bytes")]
-            if self.shuffle:
-                shards = [shards[k] for k in rng.permutation(len(shards))]
-            parts = [np.arange(self._shards[s][2], self._shards[s][2] + self._shards[s][3])
-                     for s in shards]
-            idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-            if self.shuffle and self.buffer > 1:
-                for start in range(0, len(idx), self.buffer):
-                    window = idx[start:start + self.buffer]
-                    idx[start:start + self.buffer] = window[rng.permutation(len(window))]
-            streams.append(list(idx))
-        total = sum(len(s) for s in streams)
-        if total > target:  # drop from the end of the longest streams
-            for _ in range(total - target):
-                longest = max(range(workers), key=lambda w: (len(streams[w]), -w))
-                streams[longest].pop()
-        elif total < target:  # pad with the rank's own first samples, onto the shortest streams
-            source = [i for s in streams for i in s]
-            for j in range(target - total):
-                shortest = min(range(workers), key=lambda w: (len(streams[w]), w))
-                streams[shortest].append(source[j % len(source)])
-        return streams
+        return plan_streams(self._shards, self.rank, self.world, workers, self.seed, epoch,
+                            self.shuffle, self.buffer, self.uneven, self.assign, self.partition)
 
     @staticmethod
     def consumed_per_worker(lengths, batch_size, num_samples):
