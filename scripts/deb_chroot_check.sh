@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Installs dspack's .deb into a clean Debian 12 (bookworm) chroot made by mmdebstrap and runs the
 # three tools there: proof that the package's Depends (from dpkg-shlibdeps) are all it needs.
-#   bash scripts/deb_chroot_check.sh build/deb/dspack_0.1.0_amd64.deb [OUT.tar]
+#   bash scripts/deb_chroot_check.sh build/deb/dspack_0.1.0_amd64.deb
 # Needs root (or mmdebstrap's unshare mode), mmdebstrap and a Debian mirror (apt's sources).
 # Prints CHROOT-OK and exits 0 on success; mmdebstrap's exit code otherwise.
 set -euo pipefail
-deb=$(realpath "${1:?usage: deb_chroot_check.sh PACKAGE.deb [OUT.tar]}")
-out=${2:-$(mktemp -u /tmp/dspack-chroot.XXXXXX.tar)}
+deb=$(realpath "${1:?usage: deb_chroot_check.sh PACKAGE.deb}")
 name=$(basename "$deb")
-mmdebstrap --variant=apt \
+# The chroot is thrown away: target /dev/null (mmdebstrap's null format: no tar is written), and
+# dpkg skips its fsyncs (force-unsafe-io). Measured: 49.8 s against 55.7 s with a tar and fsyncs.
+mmdebstrap --variant=apt --dpkgopt=force-unsafe-io \
   --customize-hook="cp '$deb' \"\$1/tmp/$name\"" \
   --customize-hook="chroot \"\$1\" apt-get install -y -q /tmp/$name" \
   --customize-hook='chroot "$1" dspack --version' \
@@ -20,5 +21,4 @@ mmdebstrap --variant=apt \
     dssync /tmp/o /tmp/o2 -q
     dspack verify /tmp/o2
     echo CHROOT-OK"' \
-  bookworm "$out"
-rm -f "$out"
+  bookworm /dev/null

@@ -405,9 +405,14 @@ TEST_CASE("zip: a member over 4 GiB at an offset over 4 GiB: Zip64 sizes and off
     ZipWriteSummary sum;
     REQUIRE(WriteZip(t / "tree", t / "big.zip", o, &sum).ok());
     CHECK(sum.zip64 == !deflate);  // deflated zeros leave the directory below 4 GiB
-    REQUIRE(Sh("/usr/bin/python3 -c 'import zipfile,sys; z=zipfile.ZipFile(sys.argv[1]); "
-               "assert z.testzip() is None; assert z.read(\"b/small.txt\") == b\"after the big "
-               "one\"; assert z.getinfo(\"a/big.bin\").file_size == " +
+    // zipfile reads the directory and the small member; it checks every CRC (testzip) of the
+    // stored archive only: on the deflated one that took 14 of this test's 115 s, and unzip -t
+    // below checks both.
+    const std::string testzip = deflate ? "" : "assert z.testzip() is None; ";
+    REQUIRE(Sh("/usr/bin/python3 -c 'import zipfile,sys; z=zipfile.ZipFile(sys.argv[1]); " +
+               testzip +
+               "assert z.read(\"b/small.txt\") == b\"after the big one\"; "
+               "assert z.getinfo(\"a/big.bin\").file_size == " +
                std::to_string(big) + "' " + Q(t / "big.zip")) == 0);
     REQUIRE(Sh("unzip -tq " + Q(t / "big.zip")) == 0);
     auto z = ZipArchive::Open(t / "big.zip");
