@@ -37,10 +37,10 @@ def check_epoch(shards, world, workers, uneven, epoch=0):
     assert set(seen) <= set(range(n))
     if uneven == "drop":
         assert max(seen.values()) == 1
-        assert n - len(seen) == n % world <= world * workers - 1
+        assert n - len(seen) == n % world <= world - 1
     else:
         assert len(seen) == n
-        assert sum(seen.values()) - n == (-n) % world <= world * workers - 1
+        assert sum(seen.values()) - n == (-n) % world <= world - 1
     return seen
 
 
@@ -74,18 +74,26 @@ def test_plan_every_sample_once_imagenet_scale():
     assert n - len(whole) > 8 * 8 - 1
 
 
-def test_plan_a_rank_reads_mostly_its_own_shards():
-    counts = [9, 7, 11, 8, 10, 9, 6, 12] * 12 + [13, 11, 6, 9, 10, 5]
+@pytest.mark.parametrize("world,counts", [
+    (3, [9, 7, 11, 8, 10, 9, 6, 12] * 12 + [13, 11, 6, 9, 10, 5]),
+    (64, [2000 + (i * 7919) % 701 for i in range(1100)]),  # same bytes, 2000-2700 samples each
+])
+def test_plan_a_rank_reads_its_own_shards_first(world, counts):
+    """Equal counts move the fewest samples: a rank reads min(own, per) samples of the shards it
+    owns (assign_shards) and only what it lacks from other ranks' shards."""
     shards = shard_list(counts)
     owner = {}
-    for r in range(3):
-        for s in dspack.assign_shards([s[1] for s in shards], r, 3):
+    for r in range(world):
+        for s in dspack.assign_shards([s[1] for s in shards], r, world):
             owner[s] = r
     shard_of = {i: k for k, s in enumerate(shards) for i in range(s[2], s[2] + s[3])}
-    for rank in range(3):
-        mine = [i for s in plan_streams(shards, rank, 3, 4, shuffle=False) for i in s]
-        foreign = {shard_of[i] for i in mine if owner[shard_of[i]] != rank}
-        assert len(foreign) <= 2, (rank, foreign)  # a neighbour's shard at each end at most
+    for uneven in ("drop", "pad"):
+        per = samples_per_rank(shards, world, uneven)
+        for rank in range(world):
+            own = sum(shards[k][3] for k in owner if owner[k] == rank)
+            mine = [i for s in plan_streams(shards, rank, world, 4, uneven=uneven) for i in s]
+            foreign = sum(owner[shard_of[i]] != rank for i in mine)
+            assert foreign == max(0, per - own), (uneven, rank, foreign, per, own)
 
 
 @pytest.fixture(scope="module")
@@ -128,3 +136,8 @@ def test_whole_shard_partition_still_available(ds997):
     assert len(got) < 997 - 1
     with pytest.raises(ValueError, match="partition must be"):
         dt.StreamDataset(ds997, partition="bytes")
+    # a resume state saved before partition existed came from the whole-shard split
+    state = {"epoch": 0, "num_samples": 8, "seed": 0, "world": 1, "batch_size": 1}
+    with pytest.raises(ValueError, match="partition='shards' to resume"):
+        dt.StreamDataset(ds997).load_state_dict(state)
+    dt.StreamDataset(ds997, partition="shards").load_state_dict(state)

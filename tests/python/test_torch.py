@@ -147,7 +147,7 @@ def test_stream_dataset_epochs_and_counts(data, tiny):
     assert e1 == [s["__key__"] for s in ds]
     unshuffled = stream_keys(data["native"], shuffle=False)
     assert unshuffled == dspack.open(data["native"]).keys()  # shard order, sample order
-    # uneven ranks: drop to the smallest rank's count, or pad to the largest's
+    # indivisible: N // world each, N % world left out; or ceil(N / world), the rest read twice
     n = len(dspack.open(tiny))
     for uneven in ("drop", "pad"):
         per_rank = [stream_keys(tiny, rank=r, world=3, workers=2, uneven=uneven) for r in range(3)]
@@ -155,9 +155,9 @@ def test_stream_dataset_epochs_and_counts(data, tiny):
         assert len(counts) == 1, (uneven, [len(k) for k in per_rank])
         flat = [k for keys in per_rank for k in keys]
         if uneven == "drop":
-            assert len(flat) == len(set(flat)) <= n
+            assert len(flat) == len(set(flat)) == n - n % 3
         else:
-            assert len(set(flat)) == n and len(flat) >= n
+            assert len(set(flat)) == n and len(flat) == n + (-n) % 3
         assert counts.pop() == len(dt.StreamDataset(tiny, rank=0, world=3, uneven=uneven))
 
 

@@ -5,16 +5,17 @@ An epoch's plan is a pure function of (shards, rank, world, workers, seed, epoch
 
 ``partition="samples"`` (the default) loses no sample, as MosaicML Streaming does:
 
-1. Order. Shards are laid end to end in a fixed order: rank 0's shards by ``dspack.assign_shards``
-   (``assign="bytes"``: the largest shard to the rank holding the fewest bytes;
-   ``"round-robin"``: shard i to rank i % world), then rank 1's, and so on. Position p of this
-   order is one sample.
-2. Ranks. Rank r takes positions [r*per, (r+1)*per): ``per = N // world`` with
-   ``uneven="drop"`` (the default; the last ``N % world`` positions are left out) or
-   ``ceil(N / world)`` with ``"pad"`` (the last rank's range runs past the end and wraps to the
-   first samples). At most ``world - 1`` samples an epoch are dropped or read twice, at any worker
-   count. A rank reads its own shards plus, at each end, part of a neighbour's: a shard may be
-   split between ranks. The split is the same every epoch.
+1. Ranks own shards: ``dspack.assign_shards`` (``assign="bytes"``: the largest shard to the rank
+   holding the fewest bytes; ``"round-robin"``: shard i to rank i % world). Laid end to end,
+   rank 0's shards then rank 1's and so on, they make the epoch's order of N samples.
+2. Equal counts. Every rank reads ``per`` samples: ``N // world`` with ``uneven="drop"`` (the
+   default) or ``ceil(N / world)`` with ``"pad"``. A rank reads its own samples first, up to
+   ``per``; the surplus of ranks owning more makes a pool that the ranks owning fewer take, in
+   rank order (``_rank_ranges``). What the pool has left, ``N % world`` samples, is not read
+   ("drop"); or the pool ends with the order's first samples, as many as the ranks lack ("pad").
+   At most ``world - 1`` samples an epoch are dropped or read twice, at any worker count. A rank
+   reads only its own shards, and a short rank also part of a long rank's last shards: a shard
+   may be split between ranks. The split is the same every epoch.
 3. Workers. A rank's range is cut into ``workers`` consecutive pieces whose lengths differ by at
    most one; a piece is a list of spans (part of one shard each).
 4. Shuffle (``shuffle=True``). Per epoch (``set_epoch``), each worker reads its spans in an order
@@ -62,16 +63,53 @@ def samples_per_rank(shards, world, uneven="drop", assign="bytes", partition="sa
 
 def _spans(shards, order, starts, lo, hi):
     """The spans (shard, first sample, end sample) covering positions [lo, hi) of ``order``
-    (shard k of the order starts at position ``starts[k]``); positions past the end wrap."""
-    n = int(starts[-1])
+    (shard k of the order starts at position ``starts[k]``)."""
     out = []
     while lo < hi:
-        p = lo % n
-        k = int(np.searchsorted(starts, p, side="right")) - 1
-        take = min(hi - lo, int(starts[k + 1]) - p)
-        first = shards[order[k]][2] + (p - int(starts[k]))
+        k = int(np.searchsorted(starts, lo, side="right")) - 1
+        take = min(hi - lo, int(starts[k + 1]) - lo)
+        first = shards[order[k]][2] + (lo - int(starts[k]))
         out.append((order[k], first, first + take))
         lo += take
+    return out
+
+
+def _rank_ranges(counts, per):
+    """Position ranges [lo, hi) of the order each rank reads: ``per`` positions each. Rank r's
+    own samples come first (``counts[r]`` of them, starting where the ranks before it end), as
+    many as ``per`` allows; the surplus of ranks holding more than ``per`` makes a pool, taken in
+    rank order by the ranks holding fewer. "drop": what the pool has left is not read; "pad": the
+    pool ends with the order's first positions, as many as the ranks are short."""
+    starts = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64).tolist()
+    pool = [(starts[r] + per, starts[r + 1]) for r in range(len(counts)) if counts[r] > per]
+    short = per * len(counts) - starts[-1]
+    if short > 0:
+        pool.append((0, short))
+    ranges, cur = [], 0
+    for r, c in enumerate(counts):
+        mine = [(starts[r], starts[r] + min(c, per))] if c else []
+        need = per - min(c, per)
+        while need > 0:
+            lo, hi = pool[cur]
+            take = min(need, hi - lo)
+            mine.append((lo, lo + take))
+            need -= take
+            if lo + take == hi:
+                cur += 1
+            else:
+                pool[cur] = (lo + take, hi)
+        ranges.append(mine)
+    return ranges
+
+
+def _cut(ranges, lo, hi):
+    """Positions [lo, hi) of the concatenation of ``ranges``, as ranges."""
+    out, at = [], 0
+    for a, b in ranges:
+        x, y = max(a, a + lo - at), min(b, a + hi - at)
+        if x < y:
+            out.append((x, y))
+        at += b - a
     return out
 
 
@@ -92,11 +130,12 @@ def plan_streams(shards, rank, world, workers, seed=0, epoch=0, shuffle=True, bu
         return _plan_whole_shards(shards, per_rank[rank], workers, target, shuffle, buffer, rng)
     order = [s for mine in per_rank for s in mine]
     starts = np.concatenate([[0], np.cumsum([shards[s][3] for s in order])]).astype(np.int64)
-    lo = rank * target
+    counts = [sum(shards[s][3] for s in mine) for mine in per_rank]
+    ranges = _rank_ranges(counts, target)[rank]
     streams = []
     for w in range(workers):
-        spans = _spans(shards, order, starts, lo + w * target // workers,
-                       lo + (w + 1) * target // workers)
+        cut = _cut(ranges, w * target // workers, (w + 1) * target // workers)
+        spans = [sp for a, b in cut for sp in _spans(shards, order, starts, a, b)]
         if shuffle:
             spans = [spans[k] for k in rng.permutation(len(spans))]
         parts = [np.arange(a, b) for _, a, b in spans]
@@ -180,8 +219,11 @@ class StreamDataset(torch.utils.data.IterableDataset):
 
     def load_state_dict(self, state):
         for k in ("seed", "world", "batch_size", "partition"):
-            if state.get(k, "shards" if k == "partition" else None) != getattr(self, k):
-                raise ValueError(f"resume state has {k}={state[k]}, this dataset {getattr(self, k)}")
+            # a state without "partition" predates it: it was saved by the whole-shard split
+            got = state.get(k, "shards" if k == "partition" else None)
+            if got != getattr(self, k):
+                raise ValueError(f"resume state has {k}={got!r}, this dataset {getattr(self, k)!r}: "
+                                 f"open the dataset with {k}={got!r} to resume it")
         self._state[0] = state["epoch"]
         self._state[1] = state["epoch"]
         self._state[2] = state["num_samples"]
