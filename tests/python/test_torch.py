@@ -200,3 +200,9 @@ def test_dssync_stages_exactly_the_shards_stream_dataset_gives_a_rank(data, tmp_
             for i in w:
                 wanted[next(s[0] for s in shards if s[2] <= i < s[2] + s[3])] += 1
         assert set(wanted) == set(mine)  # every sample the rank reads is in a staged shard
+        # the staged copy is one rank's: split again across the ranks, it would lose samples
+        with pytest.raises(ValueError, match=f"subset view .*rank {rank} of 3.*world=1"):
+            dt.StreamDataset(tmp_path / f"r{rank}", rank=rank, world=3)
+        alone = dt.StreamDataset(tmp_path / f"r{rank}", rank=0, world=1, shuffle=False)
+        assert len(alone) == sum(shards[s][3] for s in
+                                 dspack.assign_shards([s[1] for s in shards], rank, 3))

@@ -191,6 +191,15 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self.rank, self.world = rank_and_world(rank, world)
         self._ds = dspack.open(self.path)
         self._shards = self._ds.shards()
+        view = self._ds.info().get("subset") if self.world > 1 else None
+        if view:
+            # A copy staged by dssync --rank: its shards are one rank's; splitting them across
+            # the ranks again would leave (world-1)/world of them unread on this node.
+            raise ValueError(
+                f"{self.path}: a subset view ({view['shards']} of {view['of_shards']} shards: "
+                f"{view['reason']}); StreamDataset would split it across {self.world} ranks "
+                "again. Open the whole dataset (its shared or remote path), or this copy with "
+                "rank=0, world=1 to read just its samples")
         n = sum(s[3] for s in self._shards)
         if partition == "shards" and len(self._shards) < self.world:
             raise ValueError(
