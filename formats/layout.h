@@ -274,6 +274,10 @@ class LayoutReader {
   virtual Result<std::vector<uint64_t>> SampleSizes() const;
   // The shards in sample order with the sample range each holds (default: from Locate).
   virtual Result<std::vector<ShardRange>> ShardRanges() const;
+  // The whole dataset's shards, numbered as the whole dataset numbers its samples: a subset view
+  // (formats/subset.h) holds some of them, and a reader planning a job-wide split (StreamDataset)
+  // plans on these, then maps its rank's samples into the view. Default: ShardRanges().
+  virtual Result<std::vector<ShardRange>> WholeShardRanges() const { return ShardRanges(); }
 
   // Reads samples `indices` (any order, repeats allowed): (*out)[j] is sample indices[j]. A layout
   // with sample extents (one contiguous byte range per sample) keeps options.inflight reads

@@ -126,6 +126,11 @@ class SubsetReader : public LayoutReader {
     return v;
   }
   Result<std::vector<ShardRange>> ShardRanges() const override { return ranges_; }
+  // The inner reader opened with the present shards still lists every shard of the metadata.
+  Result<std::vector<ShardRange>> WholeShardRanges() const override {
+    if (!inner_) return std::vector<ShardRange>();
+    return inner_->ShardRanges();
+  }
 
   // The present files against the metadata's sizes and hashes, then every sample (checksums).
   Status Verify(LayoutVerifyReport* r, const LayoutProgress& progress) const override {

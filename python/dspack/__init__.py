@@ -194,9 +194,11 @@ class Dataset:
             self._sizes.flags.writeable = False
         return self._sizes
 
-    def shards(self):
-        """The shards in sample order: (file, bytes, first_sample, samples) each."""
-        return self._open().shards()
+    def shards(self, whole=False):
+        """The shards in sample order: (file, bytes, first_sample, samples) each. ``whole``: in a
+        copy dssync staged for one rank (a subset view), every shard of the whole dataset, numbered
+        as the whole dataset numbers its samples (the same list elsewhere)."""
+        return self._open().shards(whole)
 
     def info(self):
         return _json.loads(self._open().info())

@@ -89,7 +89,7 @@ PYBIND11_MODULE(_dspack, m) {
       .def("sizes", &Reader::Sizes)
       .def("keys", &Reader::Keys)
       .def("index_of", &Reader::IndexOf, py::arg("key"))
-      .def("shards", &Reader::Shards)
+      .def("shards", &Reader::Shards, py::arg("whole") = false)
       .def("info", &Reader::Info)
       .def("verify", &Reader::Verify);
 

@@ -153,11 +153,13 @@ class Reader {
     return static_cast<int64_t>(*found);
   }
 
-  // (file, bytes, first_sample, samples) per shard, in sample order.
-  std::vector<std::tuple<std::string, uint64_t, uint64_t, uint64_t>> Shards() const {
+  // (file, bytes, first_sample, samples) per shard, in sample order. whole: the whole dataset's
+  // shards in its numbering, where this is a subset view (LayoutReader::WholeShardRanges).
+  std::vector<std::tuple<std::string, uint64_t, uint64_t, uint64_t>> Shards(bool whole) const {
     const LayoutReader& rd = reader();
     std::vector<std::tuple<std::string, uint64_t, uint64_t, uint64_t>> v;
-    for (const auto& s : Take(NoGil([&] { return rd.ShardRanges(); }), Phase::kRead)) {
+    auto ranges = NoGil([&] { return whole ? rd.WholeShardRanges() : rd.ShardRanges(); });
+    for (const auto& s : Take(std::move(ranges), Phase::kRead)) {
       v.emplace_back(s.file, s.bytes, s.first_sample, s.samples);
     }
     return v;

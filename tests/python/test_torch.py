@@ -200,9 +200,20 @@ def test_dssync_stages_exactly_the_shards_stream_dataset_gives_a_rank(data, tmp_
             for i in w:
                 wanted[next(s[0] for s in shards if s[2] <= i < s[2] + s[3])] += 1
         assert set(wanted) == set(mine)  # every sample the rank reads is in a staged shard
-        # the staged copy is one rank's: split again across the ranks, it would lose samples
-        with pytest.raises(ValueError, match=f"subset view .*rank {rank} of 3.*world=1"):
-            dt.StreamDataset(tmp_path / f"r{rank}", rank=rank, world=3)
-        alone = dt.StreamDataset(tmp_path / f"r{rank}", rank=0, world=1, shuffle=False)
-        assert len(alone) == sum(shards[s][3] for s in
-                                 dspack.assign_shards([s[1] for s in shards], rank, 3))
+        # The staged copy (a subset view) is planned as the whole dataset: rank r reads from it
+        # exactly what it reads from the whole, in the same order.
+        def keys(path, **kw):
+            return [x["__key__"] for x in dt.StreamDataset(path, rank=rank, world=3, seed=4, **kw)]
+
+        copy = tmp_path / f"r{rank}"
+        assert keys(copy, partition="shards") == keys(data["native"], partition="shards")
+        # partition="samples" also reads other ranks' shards where this rank owns fewer samples
+        # than its share: the copy then lacks them, and says which and what to do.
+        whole = dt.StreamDataset(data["native"], rank=rank, world=3)
+        needs = {next(s[0] for s in shards if s[2] <= i < s[2] + s[3])
+                 for w in whole.worker_streams(0, 1) for i in w}
+        if needs <= set(mine):
+            assert keys(copy) == keys(data["native"])
+        else:
+            with pytest.raises(ValueError, match=f"rank {rank} of 3.*partition='shards'"):
+                dt.StreamDataset(copy, rank=rank, world=3)

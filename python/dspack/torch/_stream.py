@@ -171,6 +171,33 @@ def _plan_whole_shards(shards, mine, workers, target, shuffle, buffer, rng):
     return streams
 
 
+class _ViewMap:
+    """Sample numbers of the whole dataset to those of a subset view of it (the view numbers its
+    present shards' samples 0..n-1 in dataset order)."""
+
+    def __init__(self, view, whole):
+        in_view = {name: first for name, _, first, _ in view}
+        self.starts = np.array([s[2] for s in whole], dtype=np.int64)
+        self.names = [s[0] for s in whole]
+        self.present = np.array([s[0] in in_view for s in whole])
+        self.offset = np.array([in_view.get(s[0], s[2]) - s[2] for s in whole], dtype=np.int64)
+
+    def _shard_of(self, idx):
+        return np.searchsorted(self.starts, idx, side="right") - 1
+
+    def check(self, idx, hint):
+        k = self._shard_of(np.asarray(idx, dtype=np.int64))
+        absent = sorted({self.names[j] for j in k[~self.present[k]]})
+        if absent:
+            what, fix = hint
+            more = f" and {len(absent) - 3} more" if len(absent) > 3 else ""
+            raise ValueError(f"{what}: shard {', '.join(absent[:3])}{more} is not here; {fix}")
+
+    def __call__(self, idx):
+        idx = np.asarray(idx, dtype=np.int64)
+        return (idx + self.offset[self._shard_of(idx)]).tolist()
+
+
 class StreamDataset(torch.utils.data.IterableDataset):
     def __init__(self, path, shuffle=True, seed=0, buffer=1024, batch_size=1, uneven="drop",
                  assign="bytes", transform=None, rank=None, world=None, read_ahead=64,
@@ -191,15 +218,13 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self.rank, self.world = rank_and_world(rank, world)
         self._ds = dspack.open(self.path)
         self._shards = self._ds.shards()
-        view = self._ds.info().get("subset") if self.world > 1 else None
-        if view:
-            # A copy staged by dssync --rank: its shards are one rank's; splitting them across
-            # the ranks again would leave (world-1)/world of them unread on this node.
-            raise ValueError(
-                f"{self.path}: a subset view ({view['shards']} of {view['of_shards']} shards: "
-                f"{view['reason']}); StreamDataset would split it across {self.world} ranks "
-                "again. Open the whole dataset (its shared or remote path), or this copy with "
-                "rank=0, world=1 to read just its samples")
+        # A copy dssync staged for one rank (a subset view) is planned as the whole dataset it
+        # came from, so every rank splits alike; its samples are then read from the copy.
+        whole = self._ds.shards(whole=True)
+        self._to_view = None
+        if whole != self._shards:
+            self._to_view = _ViewMap(self._shards, whole)
+            self._shards = whole
         n = sum(s[3] for s in self._shards)
         if partition == "shards" and len(self._shards) < self.world:
             raise ValueError(
@@ -207,9 +232,21 @@ class StreamDataset(torch.utils.data.IterableDataset):
                 "needs one (convert again with a smaller --shard-size, or partition='samples')")
         if n < self.world:
             raise ValueError(f"{self.path}: {n} samples for {self.world} ranks; every rank needs one")
+        if self._to_view is not None:
+            need = plan_streams(self._shards, self.rank, self.world, 1, shuffle=False,
+                                uneven=uneven, assign=assign, partition=partition)[0]
+            self._to_view.check(need, self._view_hint())
         # epoch, resume epoch, resume samples: shared with the workers (forked or spawned).
         self._state = multiprocessing.RawArray("q", [0, -1, 0])
         self._yielded = 0  # samples yielded in this process (num_workers=0)
+
+    def _view_hint(self):
+        reason = self._ds.info().get("subset", {}).get("reason", "a subset view")
+        fix = ("partition='shards' reads just the shards dssync staged for a rank, given the same "
+               "world and assign" if self.partition == "samples" else
+               f"stage it with dssync --rank {self.rank} --world {self.world} --assign {self.assign}")
+        return (f"{self.path} ({reason}) lacks samples rank {self.rank} of {self.world} reads "
+                f"(partition={self.partition!r})", fix)
 
     # --- epochs and resume ----------------------------------------------------------------------
     def set_epoch(self, epoch):
@@ -279,6 +316,8 @@ class StreamDataset(torch.utils.data.IterableDataset):
                                                  self._state[2])
             mine = (nxt + worker) % workers
             stream = streams[mine][skip[mine]:]
+        if self._to_view is not None:
+            stream = self._to_view(stream)
         self._yielded = 0
         ds = self._ds if info is None else info.dataset._ds  # the worker's own copy
         for start in range(0, len(stream), self.read_ahead):
