@@ -126,10 +126,13 @@ class SubsetReader : public LayoutReader {
     return v;
   }
   Result<std::vector<ShardRange>> ShardRanges() const override { return ranges_; }
-  // The inner reader opened with the present shards still lists every shard of the metadata.
+  // The inner reader opened with the present shards still lists every shard of the metadata;
+  // with none present there is no inner reader, and the metadata's listing says the same.
   Result<std::vector<ShardRange>> WholeShardRanges() const override {
-    if (!inner_) return std::vector<ShardRange>();
-    return inner_->ShardRanges();
+    if (inner_) return inner_->ShardRanges();
+    std::vector<ShardRange> v;
+    for (const auto& f : listing_.shards) v.push_back({f.name, f.size, f.first_sample, f.samples});
+    return v;
   }
 
   // The present files against the metadata's sizes and hashes, then every sample (checksums).

@@ -14,10 +14,11 @@ An epoch's plan is a pure function of (shards, rank, world, workers, seed, epoch
    rank order (``_rank_ranges``). What the pool has left, ``N % world`` samples, is not read
    ("drop"); or the pool ends with the order's first samples, as many as the ranks lack ("pad").
    At most ``world - 1`` samples an epoch are dropped or read twice, at any worker count. A rank
-   reads only its own shards, and a short rank also part of a long rank's last shards: a shard
-   may be split between ranks. The split is the same every epoch.
-3. Workers. A rank's range is cut into ``workers`` consecutive pieces whose lengths differ by at
-   most one; a piece is a list of spans (part of one shard each).
+   reads only its own shards, and a short rank also part of a long rank's last shards (with
+   "pad", the last short ranks also the first samples again): a shard may be split between ranks.
+   The split is the same every epoch.
+3. Workers. A rank's ranges, in that order, are cut into ``workers`` consecutive pieces whose
+   lengths differ by at most one; a piece is a list of spans (part of one shard each).
 4. Shuffle (``shuffle=True``). Per epoch (``set_epoch``), each worker reads its spans in an order
    drawn from (seed, epoch, rank), and samples are permuted within consecutive windows of
    ``buffer`` samples: reads stay sequential within a window's shards, memory stays bounded.
@@ -177,25 +178,31 @@ class _ViewMap:
 
     def __init__(self, view, whole):
         in_view = {name: first for name, _, first, _ in view}
-        self.starts = np.array([s[2] for s in whole], dtype=np.int64)
+        # starts from the counts: a reader may give an empty shard first_sample 0
+        self.starts = np.concatenate([[0], np.cumsum([s[3] for s in whole])[:-1]]).astype(np.int64)
         self.names = [s[0] for s in whole]
         self.present = np.array([s[0] in in_view for s in whole])
-        self.offset = np.array([in_view.get(s[0], s[2]) - s[2] for s in whole], dtype=np.int64)
+        self.offset = np.array([in_view.get(s[0], int(b)) - int(b)
+                                for s, b in zip(whole, self.starts)], dtype=np.int64)
 
-    def _shard_of(self, idx):
-        return np.searchsorted(self.starts, idx, side="right") - 1
+    def shard_of(self, idx):
+        return np.searchsorted(self.starts, np.asarray(idx, dtype=np.int64), side="right") - 1
 
     def check(self, idx, hint):
-        k = self._shard_of(np.asarray(idx, dtype=np.int64))
+        k = self.shard_of(idx)
         absent = sorted({self.names[j] for j in k[~self.present[k]]})
         if absent:
             what, fix = hint
-            more = f" and {len(absent) - 3} more" if len(absent) > 3 else ""
-            raise ValueError(f"{what}: shard {', '.join(absent[:3])}{more} is not here; {fix}")
+            raise ValueError(f"{what}: {_names(absent)} not here; {fix}")
 
     def __call__(self, idx):
         idx = np.asarray(idx, dtype=np.int64)
-        return (idx + self.offset[self._shard_of(idx)]).tolist()
+        return (idx + self.offset[self.shard_of(idx)]).tolist()
+
+
+def _names(shards):
+    more = f" and {len(shards) - 3} more" if len(shards) > 3 else ""
+    return f"shard {', '.join(shards[:3])}{more}"
 
 
 class StreamDataset(torch.utils.data.IterableDataset):
@@ -233,20 +240,35 @@ class StreamDataset(torch.utils.data.IterableDataset):
         if n < self.world:
             raise ValueError(f"{self.path}: {n} samples for {self.world} ranks; every rank needs one")
         if self._to_view is not None:
-            need = plan_streams(self._shards, self.rank, self.world, 1, shuffle=False,
-                                uneven=uneven, assign=assign, partition=partition)[0]
-            self._to_view.check(need, self._view_hint())
+            self._check_view()
         # epoch, resume epoch, resume samples: shared with the workers (forked or spawned).
         self._state = multiprocessing.RawArray("q", [0, -1, 0])
         self._yielded = 0  # samples yielded in this process (num_workers=0)
 
-    def _view_hint(self):
+    def _check_view(self):
+        """On a staged copy, every rank must find its samples in its own copy, or every rank
+        raises (one rank failing alone would leave the others waiting at their first
+        collective): a rank's copy is taken to hold the shards dssync stages for it with this
+        world and assign."""
         reason = self._ds.info().get("subset", {}).get("reason", "a subset view")
         fix = ("partition='shards' reads just the shards dssync staged for a rank, given the same "
                "world and assign" if self.partition == "samples" else
                f"stage it with dssync --rank {self.rank} --world {self.world} --assign {self.assign}")
-        return (f"{self.path} ({reason}) lacks samples rank {self.rank} of {self.world} reads "
-                f"(partition={self.partition!r})", fix)
+        staged = _rank_shards(self._shards, self.world, self.assign)
+        for r in range(self.world):
+            need = plan_streams(self._shards, r, self.world, 1, shuffle=False, uneven=self.uneven,
+                                assign=self.assign, partition=self.partition)[0]
+            own = np.zeros(len(self._shards), dtype=bool)
+            own[staged[r]] = True
+            shard = self._to_view.shard_of(need)
+            if not own[shard].all():
+                lacking = sorted({self._shards[k][0] for k in shard[~own[shard]]})
+                raise ValueError(
+                    f"{self.path} ({reason}): rank {r} of {self.world} (partition="
+                    f"{self.partition!r}) reads samples of {_names(lacking)}, which dssync does "
+                    f"not stage for it; {fix}")
+            if r == self.rank:  # and this copy must be this rank's
+                self._to_view.check(need, (f"{self.path} ({reason})", fix))
 
     # --- epochs and resume ----------------------------------------------------------------------
     def set_epoch(self, epoch):
