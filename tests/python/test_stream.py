@@ -14,6 +14,11 @@ from conftest import run
 from dspack.torch._stream import plan_streams, samples_per_rank
 
 
+# 1 MiB shards of variable-size images hold uneven counts; 997 samples in all
+SMALL = [9, 7, 11, 8, 10, 9, 6, 12] * 12 + [13, 11, 6, 9, 10, 5]
+SMALL[-1] += 997 - sum(SMALL)
+
+
 def shard_list(counts):
     """(name, bytes, first, samples) per shard, as Dataset.shards() gives, from sample counts."""
     out, first = [], 0
@@ -46,10 +51,7 @@ def check_epoch(shards, world, workers, uneven, epoch=0):
 
 @pytest.mark.parametrize("uneven", ["drop", "pad"])
 def test_plan_every_sample_once_small(uneven):
-    # 997 samples in shards of uneven counts (as 1 MiB shards of variable-size images hold)
-    counts = [9, 7, 11, 8, 10, 9, 6, 12] * 12 + [13, 11, 6, 9, 10, 5]
-    counts[-1] += 997 - sum(counts)
-    shards = shard_list(counts)
+    shards = shard_list(SMALL)
     for world in (1, 2, 3):
         for workers in (1, 4):
             for epoch in (0, 1):
@@ -75,7 +77,7 @@ def test_plan_every_sample_once_imagenet_scale():
 
 
 @pytest.mark.parametrize("world,counts", [
-    (3, [9, 7, 11, 8, 10, 9, 6, 12] * 12 + [13, 11, 6, 9, 10, 5]),
+    (3, SMALL),
     (64, [2000 + (i * 7919) % 701 for i in range(1100)]),  # same bytes, 2000-2700 samples each
 ])
 def test_plan_a_rank_reads_its_own_shards_first(world, counts):

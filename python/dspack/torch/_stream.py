@@ -114,10 +114,27 @@ def _cut(ranges, lo, hi):
     return out
 
 
-def _window_shuffle(idx, buffer, rng):
-    for start in range(0, len(idx), buffer):
-        window = idx[start:start + buffer]
-        idx[start:start + buffer] = window[rng.permutation(len(window))]
+def _sample_split(shards, per_rank, per):
+    """partition="samples": the order (the ranks' shards end to end), where each of its shards
+    starts, and the position ranges each rank reads (``_rank_ranges``)."""
+    order = [s for mine in per_rank for s in mine]
+    starts = np.concatenate([[0], np.cumsum([shards[s][3] for s in order])]).astype(np.int64)
+    counts = [sum(shards[s][3] for s in mine) for mine in per_rank]
+    return order, starts, _rank_ranges(counts, per)
+
+
+def _stream(spans, shuffle, buffer, rng):
+    """One worker's samples: its spans (shard, first, end), in an order drawn from ``rng`` when
+    shuffling, then permuted within windows of ``buffer`` samples."""
+    if shuffle:
+        spans = [spans[k] for k in rng.permutation(len(spans))]
+    parts = [np.arange(a, b) for _, a, b in spans]
+    idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+    if shuffle and buffer > 1:
+        for start in range(0, len(idx), buffer):
+            window = idx[start:start + buffer]
+            idx[start:start + buffer] = window[rng.permutation(len(window))]
+    return idx.tolist()
 
 
 def plan_streams(shards, rank, world, workers, seed=0, epoch=0, shuffle=True, buffer=1024,
@@ -129,21 +146,12 @@ def plan_streams(shards, rank, world, workers, seed=0, epoch=0, shuffle=True, bu
     rng = np.random.default_rng([seed, epoch, rank])
     if partition == "shards":
         return _plan_whole_shards(shards, per_rank[rank], workers, target, shuffle, buffer, rng)
-    order = [s for mine in per_rank for s in mine]
-    starts = np.concatenate([[0], np.cumsum([shards[s][3] for s in order])]).astype(np.int64)
-    counts = [sum(shards[s][3] for s in mine) for mine in per_rank]
-    ranges = _rank_ranges(counts, target)[rank]
+    order, starts, ranges = _sample_split(shards, per_rank, target)
     streams = []
     for w in range(workers):
-        cut = _cut(ranges, w * target // workers, (w + 1) * target // workers)
+        cut = _cut(ranges[rank], w * target // workers, (w + 1) * target // workers)
         spans = [sp for a, b in cut for sp in _spans(shards, order, starts, a, b)]
-        if shuffle:
-            spans = [spans[k] for k in rng.permutation(len(spans))]
-        parts = [np.arange(a, b) for _, a, b in spans]
-        idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-        if shuffle and buffer > 1:
-            _window_shuffle(idx, buffer, rng)
-        streams.append(idx.tolist())
+        streams.append(_stream(spans, shuffle, buffer, rng))
     return streams
 
 
@@ -152,13 +160,8 @@ def _plan_whole_shards(shards, mine, workers, target, shuffle, buffer, rng):
     streams = []
     for w in range(workers):
         own = [mine[k] for k in dspack.assign_shards(sizes, w, workers, "bytes")]
-        if shuffle:
-            own = [own[k] for k in rng.permutation(len(own))]
-        parts = [np.arange(shards[s][2], shards[s][2] + shards[s][3]) for s in own]
-        idx = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-        if shuffle and buffer > 1:
-            _window_shuffle(idx, buffer, rng)
-        streams.append(idx.tolist())
+        streams.append(_stream([(s, shards[s][2], shards[s][2] + shards[s][3]) for s in own],
+                               shuffle, buffer, rng))
     total = sum(len(s) for s in streams)
     if total > target:  # drop from the end of the longest streams
         for _ in range(total - target):
@@ -172,6 +175,25 @@ def _plan_whole_shards(shards, mine, workers, target, shuffle, buffer, rng):
     return streams
 
 
+def shards_read(shards, world, uneven="drop", assign="bytes", partition="samples"):
+    """The shards (indices) each rank reads samples of in any epoch, without listing the samples:
+    a rank's split is the same every epoch."""
+    per_rank = _rank_shards(shards, world, assign)
+    if partition == "shards":
+        return [set(mine) for mine in per_rank]
+    order, starts, ranges = _sample_split(shards, per_rank,
+                                          samples_per_rank(shards, world, uneven))
+    out = []
+    for mine in ranges:
+        read = set()
+        for lo, hi in mine:
+            k0 = int(np.searchsorted(starts, lo, side="right")) - 1
+            k1 = int(np.searchsorted(starts, hi - 1, side="right")) - 1
+            read.update(s for s in order[k0:k1 + 1] if shards[s][3])
+        out.append(read)
+    return out
+
+
 class _ViewMap:
     """Sample numbers of the whole dataset to those of a subset view of it (the view numbers its
     present shards' samples 0..n-1 in dataset order)."""
@@ -180,24 +202,12 @@ class _ViewMap:
         in_view = {name: first for name, _, first, _ in view}
         # starts from the counts: a reader may give an empty shard first_sample 0
         self.starts = np.concatenate([[0], np.cumsum([s[3] for s in whole])[:-1]]).astype(np.int64)
-        self.names = [s[0] for s in whole]
-        self.present = np.array([s[0] in in_view for s in whole])
         self.offset = np.array([in_view.get(s[0], int(b)) - int(b)
                                 for s, b in zip(whole, self.starts)], dtype=np.int64)
 
-    def shard_of(self, idx):
-        return np.searchsorted(self.starts, np.asarray(idx, dtype=np.int64), side="right") - 1
-
-    def check(self, idx, hint):
-        k = self.shard_of(idx)
-        absent = sorted({self.names[j] for j in k[~self.present[k]]})
-        if absent:
-            what, fix = hint
-            raise ValueError(f"{what}: {_names(absent)} not here; {fix}")
-
     def __call__(self, idx):
         idx = np.asarray(idx, dtype=np.int64)
-        return (idx + self.offset[self.shard_of(idx)]).tolist()
+        return (idx + self.offset[np.searchsorted(self.starts, idx, side="right") - 1]).tolist()
 
 
 def _names(shards):
@@ -231,6 +241,7 @@ class StreamDataset(torch.utils.data.IterableDataset):
         self._to_view = None
         if whole != self._shards:
             self._to_view = _ViewMap(self._shards, whole)
+            present = {s[0] for s in self._shards}
             self._shards = whole
         n = sum(s[3] for s in self._shards)
         if partition == "shards" and len(self._shards) < self.world:
@@ -240,35 +251,33 @@ class StreamDataset(torch.utils.data.IterableDataset):
         if n < self.world:
             raise ValueError(f"{self.path}: {n} samples for {self.world} ranks; every rank needs one")
         if self._to_view is not None:
-            self._check_view()
+            self._check_view(present)
         # epoch, resume epoch, resume samples: shared with the workers (forked or spawned).
         self._state = multiprocessing.RawArray("q", [0, -1, 0])
         self._yielded = 0  # samples yielded in this process (num_workers=0)
 
-    def _check_view(self):
-        """On a staged copy, every rank must find its samples in its own copy, or every rank
-        raises (one rank failing alone would leave the others waiting at their first
-        collective): a rank's copy is taken to hold the shards dssync stages for it with this
-        world and assign."""
+    def _check_view(self, present):
+        """On a staged copy (holding the shards named ``present``), every rank must find its
+        samples in its own copy, or every rank raises (one rank failing alone would leave the
+        others waiting at their first collective): a rank's copy is taken to hold the shards
+        dssync stages for it with this world and assign."""
         reason = self._ds.info().get("subset", {}).get("reason", "a subset view")
         fix = ("partition='shards' reads just the shards dssync staged for a rank, given the same "
                "world and assign" if self.partition == "samples" else
                f"stage it with dssync --rank {self.rank} --world {self.world} --assign {self.assign}")
         staged = _rank_shards(self._shards, self.world, self.assign)
+        reads = shards_read(self._shards, self.world, self.uneven, self.assign, self.partition)
         for r in range(self.world):
-            need = plan_streams(self._shards, r, self.world, 1, shuffle=False, uneven=self.uneven,
-                                assign=self.assign, partition=self.partition)[0]
-            own = np.zeros(len(self._shards), dtype=bool)
-            own[staged[r]] = True
-            shard = self._to_view.shard_of(need)
-            if not own[shard].all():
-                lacking = sorted({self._shards[k][0] for k in shard[~own[shard]]})
+            lacking = sorted(self._shards[k][0] for k in reads[r] - set(staged[r]))
+            if lacking:
                 raise ValueError(
                     f"{self.path} ({reason}): rank {r} of {self.world} (partition="
                     f"{self.partition!r}) reads samples of {_names(lacking)}, which dssync does "
                     f"not stage for it; {fix}")
-            if r == self.rank:  # and this copy must be this rank's
-                self._to_view.check(need, (f"{self.path} ({reason})", fix))
+        absent = sorted(self._shards[k][0] for k in reads[self.rank]
+                        if self._shards[k][0] not in present)
+        if absent:  # a copy staged for another rank, world or assign
+            raise ValueError(f"{self.path} ({reason}): {_names(absent)} not here; {fix}")
 
     # --- epochs and resume ----------------------------------------------------------------------
     def set_epoch(self, epoch):
